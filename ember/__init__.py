@@ -1,0 +1,86 @@
+"""ember: PyTorch's API, written in Python, on NumPy (CPU) and CuPy (CUDA).
+
+`import ember as torch` and keep your program.  This module only re-exports:
+the pieces live in the private modules named in DESIGN.md.
+"""
+
+from __future__ import annotations
+
+from . import _dtype
+from ._device import device
+from ._dtype import (
+    bfloat16,
+    can_cast,
+    complex64,
+    complex128,
+    dtype,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
+from ._tensor import Size, Tensor
+from ._autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from . import _ops
+from ._ops import operators as _operators
+
+half = float16
+float = float32  # noqa: A001 - torch.float
+double = float64
+short = int16
+int = int32  # noqa: A001 - torch.int
+long = int64
+cfloat = complex64
+cdouble = complex128
+chalf = complex64
+
+
+class layout:
+    """torch.layout: only strided tensors exist in ember."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+strided = layout("strided")
+
+
+class memory_format:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+
+_ops.install(globals())
+_operators.install()
+
+from . import autograd  # noqa: E402
+from ._ops.misc import is_tensor, is_floating_point, is_complex, numel, result_type, typename  # noqa: E402
+
+__version__ = "0.1.0"

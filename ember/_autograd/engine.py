@@ -1,0 +1,206 @@
+"""The backward engine: an iterative walk of the recorded graph.
+
+It counts, for every node reachable from the roots, how many edges lead into
+it; a node runs once all of them have delivered their gradient.  Ready nodes
+run newest-first (by creation sequence number, as torch's ready queue does),
+which keeps memory low and hook order like torch's.  No recursion, so a chain
+of any length works.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .grad_mode import state
+from .node import AccumulateGrad, Node
+
+
+def _graph(roots: list[Node], needed: set | None):
+    """Dependency count of every node reachable from roots (only through `needed` nodes if given)."""
+    dependencies: dict = {}
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None or (needed is not None and child not in needed):
+                continue
+            dependencies[child] = dependencies.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return dependencies
+
+
+def _needed_nodes(roots: list[Node], targets: set) -> set:
+    """(needed, executes): nodes on a path to a target, and those among them with a needed child, which run."""
+    order = []
+    seen = set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root.next_functions))]
+        while stack:
+            node, children = stack[-1]
+            advanced = False
+            for child, _ in children:
+                if child is not None and child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child.next_functions)))
+                    advanced = True
+                    break
+            if not advanced:
+                order.append(node)
+                stack.pop()
+    needed, executes = set(), set()
+    for node in order:  # post-order: children before parents
+        if any(child in needed for child, _ in node.next_functions if child is not None):
+            executes.add(node)
+            needed.add(node)
+        elif node in targets:
+            needed.add(node)
+    return needed, executes
+
+
+def _run_hooks(hooks: dict, grad):
+    for hook in list(hooks.values()):
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    return grad
+
+
+def _add(existing, grad):
+    return grad if existing is None else existing + grad
+
+
+def run_backward(
+    roots: list,
+    grads: list,
+    keep_graph: bool,
+    create_graph: bool,
+    capture: dict | None = None,
+    accumulate_into: set | None = None,
+) -> list | None:
+    """Backpropagate `grads` from `roots` [(node, output_nr)].
+
+    capture: {(node, output_nr): index} whose incoming gradients are returned
+    (autograd.grad) instead of accumulated; accumulate_into: the AccumulateGrad
+    nodes allowed to write `.grad` (backward(inputs=...)); None means all.
+    """
+    root_nodes = [node for node, _ in roots]
+    targets = None
+    if capture is not None:
+        targets = {node for node, _ in capture}
+    elif accumulate_into is not None:
+        targets = accumulate_into
+    needed = executes = None
+    if targets is not None:
+        needed, executes = _needed_nodes(root_nodes, targets)
+    dependencies = _graph(root_nodes, needed)
+    buffers: dict = {}
+    for (node, nr), grad in zip(roots, grads):
+        buffer = buffers.setdefault(node, [None] * node.num_outputs)
+        buffer[nr] = _add(buffer[nr], grad)
+    captured = [None] * len(capture) if capture is not None else None
+    ready = []
+    for node in buffers:
+        if dependencies.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._sequence_nr, id(node), node))
+    previous_mode = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            node_grads = buffers.pop(node, None) or [None] * node.num_outputs
+            outputs = _run_node(node, node_grads, capture, captured, accumulate_into, executes)
+            if not keep_graph:
+                node.release()
+            _deliver(node, outputs, buffers, dependencies, ready, needed)
+    finally:
+        state.enabled = previous_mode
+    return captured
+
+
+def _run_node(node: Node, grads: list, capture, captured, accumulate_into, executes):
+    """Run a node's hooks and its apply; return the gradients for its edges (or None to send nothing)."""
+    if node._tensor_hooks:
+        for nr, hooks in node._tensor_hooks.items():
+            if grads[nr] is not None and hooks:
+                grads[nr] = _run_hooks(hooks, grads[nr])
+    if node._retain_hooks:
+        for nr, hook in node._retain_hooks.items():
+            if grads[nr] is not None:
+                hook(grads[nr])
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks.values()):
+            replaced = hook(tuple(grads))
+            if replaced is not None:
+                grads = list(replaced)
+    if capture is not None:
+        for nr in range(len(grads)):
+            index = capture.get((node, nr))
+            if index is not None:
+                captured[index] = grads[nr] if captured[index] is None else captured[index] + grads[nr]
+    if isinstance(node, AccumulateGrad):
+        if capture is not None or (accumulate_into is not None and node not in accumulate_into):
+            return None
+    elif executes is not None and node not in executes:
+        return None
+    if all(g is None for g in grads):
+        return None
+    try:
+        outputs = node.apply(grads)
+    except Exception as error:
+        if node._trace is not None:
+            _report_anomaly(node)
+        raise error
+    if state.anomaly and state.anomaly_check_nan:
+        _check_nan(node, outputs)
+    if node._post_hooks:
+        for hook in list(node._post_hooks.values()):
+            replaced = hook(tuple(outputs), tuple(grads))
+            if replaced is not None:
+                outputs = list(replaced)
+    return outputs
+
+
+def _deliver(node: Node, outputs, buffers: dict, dependencies: dict, ready: list, needed) -> None:
+    """Add each output gradient into the buffer of the node its edge leads to."""
+    sent = set()
+    for index, (child, nr) in enumerate(node.next_functions):
+        if child is None or (needed is not None and child not in needed):
+            continue
+        grad = outputs[index] if outputs is not None and index < len(outputs) else None
+        if grad is not None:
+            if id(grad) in sent and isinstance(child, AccumulateGrad):
+                grad = grad.clone()  # two leaves must not share one .grad array
+            sent.add(id(grad))
+            buffer = buffers.get(child)
+            if buffer is None:
+                buffer = buffers[child] = [None] * child.num_outputs
+            buffer[nr] = _add(buffer[nr], grad)
+        remaining = dependencies[child] - 1
+        dependencies[child] = remaining
+        if remaining == 0:
+            heapq.heappush(ready, (-child._sequence_nr, id(child), child))
+
+
+def _report_anomaly(node: Node) -> None:
+    import sys
+
+    print(
+        f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+        + "".join(node._trace),
+        file=sys.stderr,
+    )
+
+
+def _check_nan(node: Node, outputs) -> None:
+    for index, grad in enumerate(outputs or ()):
+        if grad is not None and grad._data is not None and grad._dtype.category >= 2:
+            if grad.isnan().any().item():
+                if node._trace is not None:
+                    _report_anomaly(node)
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {index}th output.")

@@ -1,0 +1,133 @@
+"""torch.autograd.backward and torch.autograd.grad on top of the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .engine import run_backward
+
+
+def _as_tuple(value) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, Sequence) and not hasattr(value, "_data"):
+        return tuple(value)
+    return (value,)
+
+
+def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
+    """Default and checked gradients for the outputs (implicit ones only for scalars)."""
+    from .._tensor import Tensor
+
+    grads = []
+    for index, output in enumerate(outputs):
+        grad = grad_outputs[index] if index < len(grad_outputs) else None
+        if grad is None:
+            if output.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if output._dtype.category < 2:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got {output._dtype}"
+                )
+            grad = output.new_ones(output.shape)
+        else:
+            if not isinstance(grad, Tensor):
+                grad = output.new_full(output.shape, grad)
+            if tuple(grad.shape) != tuple(output.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and output[{index}] has a "
+                    f"shape of {output.shape}."
+                )
+            if grad._dtype.is_complex != output._dtype.is_complex:
+                raise RuntimeError(
+                    f"For complex Tensors, both grad_output and output are required to have the same dtype. "
+                    f"Mismatch in dtype: grad_output[{index}] has a dtype of {grad._dtype} and output[{index}] has "
+                    f"a dtype of {output._dtype}."
+                )
+            if not create_graph:
+                grad = grad.detach().clone()  # the caller keeps theirs; .grad must not alias it
+        grads.append(grad)
+    return grads
+
+
+def _roots(outputs: tuple) -> list:
+    roots = []
+    for index, output in enumerate(outputs):
+        if not output.requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+        roots.append(output._edge())
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
+             inputs=None) -> None:
+    """Accumulate d(tensors)/d(leaves) into the leaves' .grad."""
+    outputs = _as_tuple(tensors)
+    grad_outputs = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_gradients(outputs, grad_outputs, create_graph)
+    roots = _roots(outputs)
+    accumulate_into = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        accumulate_into = set()
+        capture = {}
+        for tensor in inputs:
+            if not tensor.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if tensor.grad_fn is None:
+                accumulate_into.add(tensor._grad_accumulator())
+            else:
+                capture[tensor._edge()] = len(capture)
+        if capture:
+            nonleaf = [t for t in inputs if t.grad_fn is not None]
+            captured = run_backward(roots, grads, True, create_graph, capture=capture)
+            for tensor, grad in zip(nonleaf, captured):
+                if grad is not None:
+                    tensor._grad = grad if tensor._grad is None else tensor._grad + grad
+            if not accumulate_into:
+                return
+    run_backward(roots, grads, retain_graph, create_graph, accumulate_into=accumulate_into)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False, only_inputs=True,
+         allow_unused=None, is_grads_batched: bool = False, materialize_grads: bool = False):
+    """Return d(outputs)/d(inputs) without touching .grad."""
+    outputs = _as_tuple(outputs)
+    single = not isinstance(inputs, (tuple, list))
+    inputs = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_gradients(outputs, _as_tuple(grad_outputs), create_graph)
+    roots = _roots(outputs)
+    capture = {}
+    for index, tensor in enumerate(inputs):
+        if not tensor.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.setdefault(tensor._edge(), index)
+    captured = run_backward(roots, grads, retain_graph, create_graph, capture=capture)
+    result = []
+    for index, tensor in enumerate(inputs):
+        value = captured[capture[tensor._edge()]]
+        if value is None:
+            if materialize_grads:
+                value = tensor.new_zeros(tensor.shape)
+            elif not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                    "allow_unused=True if this is the desired behavior."
+                )
+        elif not create_graph:
+            value = value.detach()
+        result.append(value)
+    return tuple(result)

@@ -1,0 +1,140 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode.
+
+The flag is one module-level attribute read on every op call, so it is kept as
+plain as possible (`state.enabled`).  Like torch's, each mode works as a
+context manager and as a decorator.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
+
+
+class _State:
+    enabled = True
+    inference = False
+    anomaly = False
+    anomaly_check_nan = True
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager usable as a decorator, also on generator functions."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise RuntimeError("grad modes cannot decorate classes")
+        if inspect.isgeneratorfunction(func):
+
+            @functools.wraps(func)
+            def generator(*args, **kwargs):
+                gen = func(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        gen.close()
+                        raise
+                    with self.clone():
+                        try:
+                            response = gen.send(request)
+                        except StopIteration as stop:
+                            return stop.value
+
+            return generator
+
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return decorated
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block."""
+
+    def __init__(self) -> None:
+        self.prev = False
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc) -> None:
+        state.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording inside the block (even within no_grad)."""
+
+    def __init__(self) -> None:
+        self.prev = False
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc) -> None:
+        state.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode: takes effect at once when called, and is undone on leaving a `with` block."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = state.enabled
+        self.mode = bool(mode)
+        state.enabled = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like no_grad, and tensors made inside are marked as inference tensors (torch.inference_mode)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+        self.prev = (True, False)
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __enter__(self) -> None:
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled = False
+            state.inference = True
+
+    def __exit__(self, *exc) -> None:
+        state.enabled, state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

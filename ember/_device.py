@@ -1,0 +1,78 @@
+"""Devices: where a tensor's data lives ("cpu", "meta", later "cuda:N")."""
+
+from __future__ import annotations
+
+__all__ = ["device"]
+
+_KNOWN_TYPES = ("cpu", "cuda", "meta")
+
+
+class device:
+    """ember.device("cpu"), device("cuda", 0), device("cuda:1"): a device type and optional index."""
+
+    __slots__ = ("type", "index")
+
+    def __new__(cls, type, index: int | None = None):
+        if isinstance(type, device):
+            return type
+        if isinstance(type, int):
+            type, index = "cuda", type
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got ({type.__class__.__name__})")
+        cached = _CACHE.get((type, index))
+        if cached is not None:
+            return cached
+        kind, _, idx = type.partition(":")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if kind not in _KNOWN_TYPES:
+            raise RuntimeError(
+                f"Expected one of cpu, cuda, meta device type at start of device string: {type}"
+            )
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", kind)
+        object.__setattr__(self, "index", index)
+        _CACHE[(type, index if not idx else None)] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ember.device is immutable")
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+_CACHE: dict = {}
+CPU = device("cpu")
+META = device("meta")
+
+
+def as_device(value) -> device:
+    """Normalise a device argument (str, int, device, None -> cpu)."""
+    if value is None:
+        return CPU
+    if type(value) is device:
+        return value
+    return device(value)

@@ -1,0 +1,248 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+A `dtype` is a small immutable object that names a NumPy dtype (bfloat16 comes
+from ml_dtypes).  Promotion follows `torch.result_type`: operands are ranked as
+dimensioned tensors > zero-dim tensors > Python scalars, and a lower-ranked
+operand only changes the result when it belongs to a higher *category*
+(bool < integral < floating < complex).  See NOTE [ Weak scalars ].
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "dtype",
+    "finfo",
+    "iinfo",
+    "promote_types",
+    "can_cast",
+    "get_default_dtype",
+    "set_default_dtype",
+]
+
+
+class dtype:
+    """A tensor element type, named as in torch (``ember.float32``)."""
+
+    __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_complex", "is_signed", "category", "_rank")
+
+    def __init__(self, name: str, np_dtype, category: int, rank: int) -> None:
+        self.name = name
+        self.np_dtype = np.dtype(np_dtype)
+        self.itemsize = self.np_dtype.itemsize
+        self.category = category  # 0 bool, 1 integral, 2 floating, 3 complex
+        self.is_floating_point = category == 2
+        self.is_complex = category == 3
+        self.is_signed = name not in ("bool", "uint8")
+        self._rank = rank
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self) -> dtype:
+        return {float64: complex128, float16: complex64, bfloat16: complex64, float32: complex64}.get(self, self)
+
+
+bool_ = dtype("bool", np.bool_, 0, 0)
+uint8 = dtype("uint8", np.uint8, 1, 1)
+int8 = dtype("int8", np.int8, 1, 2)
+int16 = dtype("int16", np.int16, 1, 3)
+int32 = dtype("int32", np.int32, 1, 4)
+int64 = dtype("int64", np.int64, 1, 5)
+float16 = dtype("float16", np.float16, 2, 6)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, 7)
+float32 = dtype("float32", np.float32, 2, 8)
+float64 = dtype("float64", np.float64, 2, 9)
+complex64 = dtype("complex64", np.complex64, 3, 10)
+complex128 = dtype("complex128", np.complex128, 3, 11)
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES}
+
+# torch's aliases, exported from ember/__init__.py
+ALIASES = {
+    "bool": bool_,
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "short": int16,
+    "int": int32,
+    "long": int64,
+    "cfloat": complex64,
+    "cdouble": complex128,
+    "chalf": complex64,
+}
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The ember dtype for a NumPy dtype; TypeError for types torch lacks."""
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+# Promotion within the lattice of torch's types.  Two types of one category
+# promote to the larger; across categories to the higher category, except the
+# special pairs below (uint8 with signed ints, float16 with bfloat16).
+def _promote_pair(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    if a.category != b.category:
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.is_complex and lo.category == 2 and lo is float64:
+            return complex128
+        return hi
+    if a.category == 1:
+        if uint8 in (a, b):
+            other = b if a is uint8 else a
+            return int16 if other is int8 else other
+        return a if a._rank > b._rank else b
+    if a.category == 2:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a._rank > b._rank else b
+    return a if a._rank > b._rank else b
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype to which both may be cast (torch.promote_types)."""
+    return _PROMOTE[(type1, type2)]
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """torch.can_cast: casting may not lower the category (float -> int, complex -> float, non-bool -> bool)."""
+    return from_.category <= to.category and not (to is bool_ and from_ is not bool_)
+
+
+_default_dtype = float32
+
+
+def get_default_dtype() -> dtype:
+    return _default_dtype
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the dtype for float Python scalars and factory functions (float32 or float64 etc.)."""
+    global _default_dtype
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def default_complex_dtype() -> dtype:
+    return complex128 if _default_dtype is float64 else complex64
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype a Python scalar takes when wrapped (bool, int64, default float, default complex)."""
+    kind = type(value)
+    if kind is builtins.bool or kind is np.bool_:
+        return bool_
+    if kind is int or isinstance(value, (int, np.integer)):
+        return int64
+    if kind is float or isinstance(value, (float, np.floating)):
+        return _default_dtype
+    if isinstance(value, (complex, np.complexfloating)):
+        return default_complex_dtype()
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+# NOTE [ Weak scalars ]
+# torch.result_type keeps three running results: over dimensioned tensors, over
+# zero-dim tensors and over Python scalars ("wrapped numbers").  They combine
+# from the lowest priority up: a lower-priority result only wins when its
+# category is higher, and then floats keep the higher-priority float width for
+# complex (float16 tensor * 1j -> complex32 is torch's; we give complex64).
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        if higher.is_floating_point:
+            return higher.to_complex()
+        return lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return _PROMOTE[(higher, lower)]
+    return higher
+
+
+def result_type_of(dim_types, zero_types, scalar_types) -> dtype:
+    """Combine the three priority classes of operands the way torch does."""
+    results = []
+    for group in (dim_types, zero_types, scalar_types):
+        current = None
+        for d in group:
+            current = d if current is None else _PROMOTE[(current, d)]
+        results.append(current)
+    out = _combine(results[0], _combine(results[1], results[2]))
+    if out is None:
+        raise RuntimeError("result_type needs at least one operand")
+    return out
+
+
+class finfo:
+    """Machine limits of a floating dtype (torch.finfo)."""
+
+    def __init__(self, type: dtype | None = None) -> None:
+        type = type or _default_dtype
+        if not (type.is_floating_point or type.is_complex):
+            raise TypeError(f"torch.finfo() requires a floating point input type. Got {type}")
+        info = ml_dtypes.finfo(type.to_real().np_dtype)
+        self.dtype = type.to_real().name
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, eps={self.eps:.6g}, "
+            f"smallest_normal={self.smallest_normal:.6g}, tiny={self.tiny:.6g}, dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """Machine limits of an integral dtype (torch.iinfo)."""
+
+    def __init__(self, type: dtype) -> None:
+        if type.category > 1:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Got {type}")
+        if type is bool_:
+            self.bits, self.min, self.max = 8, 0, 1
+        else:
+            info = np.iinfo(type.np_dtype)
+            self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
+        self.dtype = type.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

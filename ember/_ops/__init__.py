@@ -1,0 +1,13 @@
+"""The op registry, one module per family.  Importing this package registers every op."""
+
+from . import (  # noqa: F401  (imported for their registrations)
+    conversion,
+    creation,
+    elementwise,
+    indexing,
+    reduction,
+    views,
+)
+from ._api import FUNCTIONS, METHODS, install
+
+__all__ = ["FUNCTIONS", "METHODS", "install"]

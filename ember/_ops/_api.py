@@ -1,0 +1,90 @@
+"""The registry that turns op functions into ember.* functions, Tensor methods and in-place variants.
+
+Each family module decorates its public functions with `export`; ember/__init__
+installs them once.  An in-place variant is never written by hand: it is the
+out-of-place function followed by `Tensor._inplace_from` (see NOTE [ In-place
+ops and views ] in _tensor.py), so its values, dtype checks and gradients are
+the out-of-place op's.
+"""
+
+from __future__ import annotations
+
+from .._tensor import Tensor, write_array
+
+FUNCTIONS: dict = {}
+METHODS: dict = {}
+
+
+def export(fn=None, *, name: str | None = None, method: bool = True, function: bool = True,
+           inplace: bool = False, aliases: tuple = ()):
+    """Register `fn` as ember.<name> and/or Tensor.<name>; `inplace` also makes Tensor.<name>_."""
+
+    def register(fn):
+        names = (name or fn.__name__,) + tuple(aliases)
+        for each in names:
+            if function:
+                FUNCTIONS[each] = fn
+            if method:
+                METHODS[each] = fn
+            if inplace:
+                METHODS[each + "_"] = make_inplace(fn, each + "_")
+        return fn
+
+    return register(fn) if fn is not None else register
+
+
+def make_inplace(fn, name: str):
+    """Tensor.<op>_: compute out of place, then write into self (dtype must be castable, shape must match)."""
+
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        return self._inplace_from(fn(self, *args, **kwargs))
+
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = f"In-place version of :meth:`Tensor.{name[:-1]}`."
+    return method
+
+
+def write_out(out: Tensor, result: Tensor) -> Tensor:
+    """The `out=` contract: resize an empty/mismatched out to the result's shape, cast, write, bump version."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"out argument must be a Tensor, not {type(out).__name__}")
+    if out._requires_grad and result._requires_grad:
+        from .._autograd.grad_mode import state
+
+        if state.enabled:
+            raise RuntimeError(
+                "functions with out=... arguments don't support automatic differentiation, but one of the "
+                "arguments requires grad."
+            )
+    from .. import _dtype as dt
+
+    if not dt.can_cast(result._dtype, out._dtype):
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(
+            f"result type {SCALAR_NAMES[result._dtype.name]} can't be cast to the desired output type "
+            f"{SCALAR_NAMES[out._dtype.name]}"
+        )
+    if out._data.shape != result._data.shape:
+        out._data = result._data.astype(out._dtype.np_dtype)
+        from .._tensor import Storage
+
+        out._storage = Storage(out._data)
+    else:
+        write_array(out._data, result._data)
+        out._storage.version += 1
+    return out
+
+
+def install(namespace: dict) -> None:
+    """Put the registered functions into ember's namespace and the methods on Tensor."""
+    for each, fn in METHODS.items():
+        if not hasattr(Tensor, each) or each in _OVERRIDABLE:
+            setattr(Tensor, each, fn)
+    for each, fn in FUNCTIONS.items():
+        namespace.setdefault(each, fn)
+
+
+_OVERRIDABLE: set = set()

@@ -1,0 +1,176 @@
+"""Copies and conversions: to(dtype/device), clone, contiguous, copy_, and the dtype shorthands (.float() ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._backends import MetaArray
+from .._device import as_device
+from .._dispatch import OpDef, call, device_module, keep
+from .._tensor import Tensor
+from ._api import export
+
+
+def _cast_impl(xp, a, dtype):
+    return a.astype(dtype.np_dtype)
+
+
+def _cast_rule(args, params):
+    return None, params["dtype"]
+
+
+def _to_backward(ctx, g):
+    return g  # cast back to the input's dtype centrally: NOTE [ Gradient unbroadcasting ]
+
+
+_TO_COPY = OpDef("_to_copy", _cast_impl, _to_backward, dtype_rule=_cast_rule, upcast_half=False,
+                 meta=lambda args, p: args[0].shape, grad_name="ToCopyBackward0")
+_CLONE = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
+               meta=lambda args, p: args[0].shape)
+
+
+def _parse_to(args, kwargs):
+    """Tensor.to's overloads: to(dtype), to(device, dtype), to(other), with keyword forms."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    for arg in args:
+        if isinstance(arg, dt.dtype):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            device, dtype = arg._device, arg._dtype
+        elif arg is not None:
+            device = arg
+    return device, dtype, kwargs.pop("copy", False), kwargs.pop("non_blocking", False)
+
+
+def to(self: Tensor, *args, **kwargs) -> Tensor:
+    """Convert dtype and/or device; returns self when nothing changes and copy=False."""
+    kwargs.pop("memory_format", None)
+    device, dtype, copy, _ = _parse_to(args, kwargs)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    device = self._device if device is None else as_device(device)
+    if device.type == "cuda" and device.index is None:
+        device = as_device("cuda:0")
+    dtype = dtype or self._dtype
+    if device == self._device and dtype is self._dtype:
+        return call(_CLONE, (self,)) if copy else self
+    result = self if dtype is self._dtype else call(_TO_COPY, (self,), {"dtype": dtype})
+    if device != self._device:
+        result = _move(result if result is not self else call(_CLONE, (self,)), device)
+    return result
+
+
+def _move(tensor: Tensor, device) -> Tensor:
+    """Copy data to another device; the autograd edge is kept through a differentiable identity."""
+    array = tensor._data
+    if device.type == "meta":
+        moved = MetaArray(array.shape, array.dtype)
+    elif isinstance(array, MetaArray):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    elif device.type == "cpu":
+        moved = array.get() if hasattr(array, "get") else np.asarray(array)
+    else:
+        moved = device_module(device).asarray(array)
+    out = Tensor._make(moved, tensor._dtype, device)
+    if tensor._requires_grad:
+        from .._autograd.grad_mode import state
+        from .views import _manual_node
+
+        if state.enabled:
+            node = _manual_node(_TO_DEVICE, {"device": tensor._device}, (tensor,), out)
+            out._grad_fn, out._requires_grad = node, True
+    return out
+
+
+_TO_DEVICE = OpDef("_to_copy", None, lambda ctx, g: to(g, ctx.params["device"]), dtype_rule=keep,
+                   grad_name="ToCopyBackward0")
+
+
+export(to, function=False)
+
+
+@export
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own storage (gradients flow back unchanged)."""
+    return call(_CLONE, (input,))
+
+
+@export
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """self if already C-contiguous, else a contiguous copy."""
+    if input.is_contiguous():
+        return input
+    return call(_CLONE, (input,))
+
+
+def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
+    """Copy src's values into self (broadcast to self's shape, cast to self's dtype); gradients flow to src."""
+    if not isinstance(src, Tensor):
+        src = Tensor._make(np.asarray(src, self._dtype.np_dtype), self._dtype, self._device)
+    value = src
+    if value._device != self._device:
+        value = to(value, self._device)
+    if value._dtype is not self._dtype:
+        value = to(value, self._dtype)
+    if tuple(value.shape) != tuple(self.shape):
+        value = value.expand(self.shape)
+    if value is src or value._storage is self._storage:
+        value = call(_CLONE, (value,)) if value._requires_grad else value
+    self._check_inplace()
+    return self._inplace_from(value, allow_cast=True)
+
+
+export(copy_, function=False)
+
+
+def _dtype_method(name, dtype):
+    def method(self, memory_format=None):
+        return to(self, dtype)
+
+    method.__name__ = name
+    method.__doc__ = f"self.to({dtype})"
+    export(method, name=name, function=False)
+
+
+for _name, _dtype in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                      ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32), ("short", dt.int16),
+                      ("char", dt.int8), ("byte", dt.uint8), ("bool", dt.bool_), ("cfloat", dt.complex64),
+                      ("cdouble", dt.complex128)):
+    _dtype_method(_name, _dtype)
+
+
+def type_(self: Tensor, dtype=None, non_blocking: bool = False):
+    """Tensor.type(): the legacy type name, or a conversion when given a dtype."""
+    from .._tensor import SCALAR_NAMES
+
+    if dtype is None:
+        return f"torch.{SCALAR_NAMES[self._dtype.name]}Tensor"
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
+        reverse = {v: k for k, v in SCALAR_NAMES.items()}
+        dtype = dt._dtype_by_name(reverse[name])
+    return to(self, dtype)
+
+
+export(type_, name="type", function=False)
+
+
+def type_as(self: Tensor, other: Tensor) -> Tensor:
+    return to(self, other._dtype)
+
+
+export(type_as, function=False)
+
+
+def cpu(self: Tensor, memory_format=None) -> Tensor:
+    return to(self, "cpu")
+
+
+def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    return to(self, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+
+export(cpu, function=False)
+export(cuda, function=False)

@@ -1,0 +1,129 @@
+"""Python operators on Tensor (+, @, [], ==, ~ ...) mapped onto the registered ops."""
+
+from __future__ import annotations
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from . import elementwise as ew
+from . import indexing, reduction, views
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _inplace(name):
+    def method(self, other):
+        return getattr(self, name)(other)
+
+    return method
+
+
+def _invert(self):
+    if self._dtype is dt.bool_:
+        return ew.logical_not(self)
+    return ew.bitwise_not(self)
+
+
+def _matmul(self, other):
+    from . import linalg
+
+    return linalg.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    from . import linalg
+
+    return linalg.matmul(other, self)
+
+
+OPERATORS = {
+    "__add__": ew.add,
+    "__radd__": _reflected(ew.add),
+    "__iadd__": _inplace("add_"),
+    "__sub__": ew.sub,
+    "__rsub__": _reflected(ew.sub),
+    "__isub__": _inplace("sub_"),
+    "__mul__": ew.mul,
+    "__rmul__": _reflected(ew.mul),
+    "__imul__": _inplace("mul_"),
+    "__truediv__": ew.div,
+    "__rtruediv__": _reflected(ew.div),
+    "__itruediv__": _inplace("div_"),
+    "__floordiv__": ew.floor_divide,
+    "__rfloordiv__": _reflected(ew.floor_divide),
+    "__ifloordiv__": _inplace("floor_divide_"),
+    "__mod__": ew.remainder,
+    "__rmod__": _reflected(ew.remainder),
+    "__imod__": _inplace("remainder_"),
+    "__pow__": ew.pow,
+    "__rpow__": _reflected(ew.pow),
+    "__ipow__": _inplace("pow_"),
+    "__matmul__": _matmul,
+    "__rmatmul__": _rmatmul,
+    "__neg__": ew.neg,
+    "__pos__": lambda self: self,
+    "__abs__": ew.abs,
+    "__invert__": _invert,
+    "__and__": ew.bitwise_and,
+    "__rand__": _reflected(ew.bitwise_and),
+    "__iand__": _inplace("bitwise_and_"),
+    "__or__": ew.bitwise_or,
+    "__ror__": _reflected(ew.bitwise_or),
+    "__ior__": _inplace("bitwise_or_"),
+    "__xor__": ew.bitwise_xor,
+    "__rxor__": _reflected(ew.bitwise_xor),
+    "__ixor__": _inplace("bitwise_xor_"),
+    "__lshift__": ew.bitwise_left_shift,
+    "__rshift__": ew.bitwise_right_shift,
+    "__eq__": ew.eq,
+    "__ne__": ew.ne,
+    "__lt__": ew.lt,
+    "__le__": ew.le,
+    "__gt__": ew.gt,
+    "__ge__": ew.ge,
+    "__getitem__": indexing.getitem,
+    "__setitem__": indexing.setitem,
+}
+
+
+def _logical_bitwise(name, logical, bitwise):
+    def method(self, other):
+        return bitwise(self, other)
+
+    return method
+
+
+PROPERTIES = {
+    "T": lambda self: views.permute(self, tuple(range(self.ndim - 1, -1, -1))),
+    "mT": lambda self: views.transpose(self, -2, -1),
+    "H": lambda self: views.permute(self, tuple(range(self.ndim - 1, -1, -1))).conj(),
+    "mH": lambda self: views.transpose(self, -2, -1).conj(),
+}
+
+
+def _real_get(self):
+    return views.real(self)
+
+
+def _real_set(self, value):
+    views.real(self).copy_(value)
+
+
+def _imag_get(self):
+    return views.imag(self)
+
+
+def _imag_set(self, value):
+    views.imag(self).copy_(value)
+
+
+def install() -> None:
+    for name, fn in OPERATORS.items():
+        setattr(Tensor, name, fn)
+    Tensor.__hash__ = lambda self: id(self)
+    for name, fn in PROPERTIES.items():
+        setattr(Tensor, name, property(fn))
+    Tensor.real = property(_real_get, _real_set)
+    Tensor.imag = property(_imag_get, _imag_set)
+    _ = reduction

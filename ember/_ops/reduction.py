@@ -1,0 +1,377 @@
+"""Reductions over dims: sum, mean, amax/amin, max/min (with indices), argmax/argmin, all/any, count_nonzero.
+
+Every reduction takes `dim` (None, an int or a tuple) and `keepdim` the same
+way (`reduce_params`), has the same meta (`reduced_shape`) and the same way to
+bring a gradient back to the input's shape (`expand_grad`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
+from .._tensor import Tensor
+from ..return_types import aminmax as aminmax_type
+from ..return_types import max as max_type
+from ..return_types import min as min_type
+from ._api import export, write_out
+from ._shapes import normalize_dims
+
+
+def reduce_params(input: Tensor, dim, keepdim: bool) -> dict:
+    """Normalise dim/keepdim into the params every reduction op takes."""
+    return {"dim": normalize_dims(dim, input.ndim), "keepdim": bool(keepdim)}
+
+
+def reduced_shape(shape, dims, keepdim) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def reduction_meta(args, params):
+    return reduced_shape(args[0].shape, params["dim"], params["keepdim"])
+
+
+def expand_grad(g: Tensor, ctx) -> Tensor:
+    """A reduced gradient broadcast back over the reduced dims of the input."""
+    shape = ctx.input_meta[0][0]
+    params = ctx.params
+    if not params["keepdim"] and params["dim"]:
+        g = g.reshape(reduced_shape(shape, params["dim"], True))
+    return g.expand(shape)
+
+
+def _finish(result, out):
+    return result if out is None else write_out(out, result)
+
+
+def _sum_rule(args, params):
+    dtype = args[0]._dtype
+    if dtype.category < 2:
+        return dt.int64, dt.int64
+    return dtype, dtype
+
+
+def _axis(params):
+    return params["dim"]
+
+
+_SUM = OpDef("sum", lambda xp, a, dim, keepdim: xp.sum(a, axis=dim, keepdims=keepdim),
+             lambda ctx, g: expand_grad(g, ctx), dtype_rule=_sum_rule, meta=reduction_meta)
+_NANSUM = OpDef("nansum", lambda xp, a, dim, keepdim: xp.nansum(a, axis=dim, keepdims=keepdim),
+                lambda ctx, g: expand_grad(g, ctx) * ~ctx.inputs[0].isnan(), dtype_rule=_sum_rule,
+                meta=reduction_meta, saves=SAVE_INPUTS)
+
+
+@export
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Sum over `dim` (all dims by default); bool and integer inputs sum to int64."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return _finish(call(_SUM, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+@export
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Sum treating nan as zero."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return _finish(call(_NANSUM, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+def _float_only(name):
+    def rule(args, params):
+        dtype = args[0]._dtype
+        if dtype.category < 2:
+            from .._tensor import SCALAR_NAMES
+
+            raise RuntimeError(
+                f"{name}(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                f"dtype. Got: {SCALAR_NAMES[dtype.name]}"
+            )
+        return dtype, dtype
+
+    return rule
+
+
+def _count(ctx) -> int:
+    shape = ctx.input_meta[0][0]
+    count = 1
+    for d in ctx.params["dim"]:
+        count *= shape[d]
+    return count
+
+
+_MEAN = OpDef("mean", lambda xp, a, dim, keepdim: xp.mean(a, axis=dim, keepdims=keepdim),
+              lambda ctx, g: expand_grad(g, ctx) / _count(ctx), dtype_rule=_float_only("mean"),
+              meta=reduction_meta)
+_NANMEAN = OpDef("nanmean", lambda xp, a, dim, keepdim: xp.nanmean(a, axis=dim, keepdims=keepdim),
+                 lambda ctx, g: _nanmean_backward(ctx, g), dtype_rule=_float_only("nanmean"),
+                 meta=reduction_meta, saves=SAVE_INPUTS)
+
+
+def _nanmean_backward(ctx, g):
+    valid = ~ctx.inputs[0].isnan()
+    counts = valid.sum(ctx.params["dim"], keepdim=True)
+    return expand_grad(g, ctx) * valid / counts
+
+
+@export
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Arithmetic mean over `dim`; floating and complex inputs only (or pass dtype)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return _finish(call(_MEAN, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+@export
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    return _finish(call(_NANMEAN, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+# ---------------------------------------------------------------- extremes
+
+
+def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> None:
+    if input.numel() or not input.ndim:
+        return
+    if not dim_given:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+            "with the 'dim' argument."
+        )
+    for d in params["dim"]:
+        if input.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme_impl(function):
+    def impl(xp, a, dim, keepdim):
+        if a.dtype == np.bool_:
+            return function(a, axis=dim, keepdims=keepdim)
+        return function(a, axis=dim, keepdims=keepdim)
+
+    return impl
+
+
+def _evenly_backward(ctx, g):
+    """amax/amin/max(): the gradient is shared evenly among the elements equal to the extreme."""
+    x = ctx.inputs[0]
+    result = ctx.result
+    params = ctx.params
+    if not params["keepdim"] and params["dim"]:
+        result = result.reshape(reduced_shape(x.shape, params["dim"], True))
+    mask = (x == result)
+    count = mask.sum(params["dim"], keepdim=True)
+    return expand_grad(g, ctx) * mask / count
+
+
+_AMAX = OpDef("amax", _extreme_impl(np.max), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+              meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+_AMIN = OpDef("amin", _extreme_impl(np.min), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+              meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+
+
+@export
+def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
+    """Maximum over `dim` (all dims for ()); nan propagates; ties share the gradient."""
+    params = reduce_params(input, dim if dim != () else None, keepdim)
+    _check_nonempty("amax", input, params, dim != ())
+    return _finish(call(_AMAX, (input,), params), out)
+
+
+@export
+def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
+    params = reduce_params(input, dim if dim != () else None, keepdim)
+    _check_nonempty("amin", input, params, dim != ())
+    return _finish(call(_AMIN, (input,), params), out)
+
+
+def _arg_impl(function, nan_first):
+    def impl(xp, a, dim, keepdim):
+        if a.ndim == 0:
+            return xp.zeros((), np.int64)
+        if dim is None:
+            flat = a.reshape(-1)
+            index = _arg_with_nan(xp, function, flat, 0)
+            return xp.asarray(index).reshape((1,) * a.ndim if keepdim else ())
+        return _arg_with_nan(xp, function, a, dim, keepdim)
+
+    return impl
+
+
+def _arg_with_nan(xp, function, a, axis, keepdim=False):
+    """argmax/argmin; NumPy, like torch, reports the first nan as the extreme."""
+    return function(a, axis=axis, keepdims=keepdim)
+
+
+def _arg_params(input, dim, keepdim):
+    if dim is None:
+        return {"dim": None, "keepdim": bool(keepdim)}
+    from .._tensor import wrap_dim
+
+    return {"dim": wrap_dim(dim, input.ndim) if input.ndim else None, "keepdim": bool(keepdim)}
+
+
+def _arg_meta(args, params):
+    shape = args[0].shape
+    if params["dim"] is None:
+        return (1,) * len(shape) if params["keepdim"] else ()
+    return reduced_shape(shape, (params["dim"],), params["keepdim"])
+
+
+_ARGMAX = OpDef("argmax", _arg_impl(np.argmax, True), None, dtype_rule=lambda a, p: (None, dt.int64),
+                meta=_arg_meta, upcast_half=False)
+_ARGMIN = OpDef("argmin", _arg_impl(np.argmin, True), None, dtype_rule=lambda a, p: (None, dt.int64),
+                meta=_arg_meta, upcast_half=False)
+
+
+@export
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None) -> Tensor:
+    """Index of the maximum (first occurrence; nan counts as the maximum)."""
+    params = _arg_params(input, dim, keepdim)
+    _check_nonempty("argmax", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
+    return _finish(call(_ARGMAX, (input,), params), out)
+
+
+@export
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None) -> Tensor:
+    params = _arg_params(input, dim, keepdim)
+    _check_nonempty("argmin", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
+    return _finish(call(_ARGMIN, (input,), params), out)
+
+
+def _max_dim_impl(extreme, arg):
+    def impl(xp, a, dim, keepdim):
+        if a.ndim == 0:
+            return a.copy(), xp.zeros((), np.int64)
+        index = _arg_with_nan(xp, arg, a, dim, True)
+        values = xp.take_along_axis(a, index, axis=dim)
+        if not keepdim:
+            values, index = values.squeeze(dim), index.squeeze(dim)
+        return values, index
+
+    return impl
+
+
+def _max_dim_backward(ctx, grads):
+    g, _ = grads
+    _, indices = ctx.result
+    shape = ctx.input_meta[0][0]
+    dim, keepdim = ctx.params["dim"], ctx.params["keepdim"]
+    if not shape:
+        return g
+    if not keepdim:
+        g = g.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    return g.new_zeros(shape).scatter(dim, indices, g)
+
+
+def _max_dim_rule(args, params):
+    return None, (args[0]._dtype, dt.int64)
+
+
+def _max_dim_meta(args, params):
+    shape = reduced_shape(args[0].shape, (params["dim"],) if args[0].ndim else (), params["keepdim"])
+    return shape, shape
+
+
+_MAX_DIM = OpDef("max", _max_dim_impl(np.max, np.argmax), _max_dim_backward, dtype_rule=_max_dim_rule,
+                 meta=_max_dim_meta, outputs=2, saves=SAVE_RESULT, upcast_half=False,
+                 differentiable_outputs=None)
+_MIN_DIM = OpDef("min", _max_dim_impl(np.min, np.argmin), _max_dim_backward, dtype_rule=_max_dim_rule,
+                 meta=_max_dim_meta, outputs=2, saves=SAVE_RESULT, upcast_half=False)
+_MAX_ALL = OpDef("max", _extreme_impl(np.max), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+_MIN_ALL = OpDef("min", _extreme_impl(np.min), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+
+
+def _extreme(name, all_op, dim_op, binary, result_type):
+    def fn(input, dim=None, keepdim: bool = False, *, out=None):
+        if isinstance(dim, Tensor):
+            return binary(input, dim, out=out)
+        if dim is None:
+            if input.numel() == 0:
+                raise RuntimeError(
+                    f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                    "reduction dim with the 'dim' argument."
+                )
+            return _finish(call(all_op, (input,), {"dim": tuple(range(input.ndim)), "keepdim": False}), out)
+        from .._tensor import wrap_dim
+
+        axis = wrap_dim(dim, input.ndim)
+        if input.ndim and input.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+        values, indices = call(dim_op, (input,), {"dim": axis, "keepdim": bool(keepdim)})
+        if out is not None:
+            write_out(out[0], values)
+            write_out(out[1], indices)
+            values, indices = out
+        return result_type(values, indices)
+
+    fn.__name__ = name
+    fn.__doc__ = f"{name}(input) over all elements; {name}(input, dim) -> (values, indices); {name}(a, b) elementwise."
+    return export(fn)
+
+
+def _late_maximum(input, other, out=None):
+    from .elementwise import maximum
+
+    return maximum(input, other, out=out)
+
+
+def _late_minimum(input, other, out=None):
+    from .elementwise import minimum
+
+    return minimum(input, other, out=out)
+
+
+max = _extreme("max", _MAX_ALL, _MAX_DIM, _late_maximum, max_type)
+min = _extreme("min", _MIN_ALL, _MIN_DIM, _late_minimum, min_type)
+
+
+@export
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """(amin, amax) in one call."""
+    if dim is None:
+        return aminmax_type(amin(input, (), keepdim), amax(input, (), keepdim))
+    return aminmax_type(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+# ---------------------------------------------------------------- boolean reductions
+
+
+def _bool_rule(args, params):
+    return None, dt.uint8 if args[0]._dtype is dt.uint8 else dt.bool_
+
+
+_ALL = OpDef("all", lambda xp, a, dim, keepdim: xp.all(a, axis=dim, keepdims=keepdim), None, dtype_rule=_bool_rule,
+             meta=reduction_meta, upcast_half=False)
+_ANY = OpDef("any", lambda xp, a, dim, keepdim: xp.any(a, axis=dim, keepdims=keepdim), None, dtype_rule=_bool_rule,
+             meta=reduction_meta, upcast_half=False)
+
+
+@export
+def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    """True where every element over `dim` is nonzero."""
+    return _finish(call(_ALL, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+@export
+def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    """True where some element over `dim` is nonzero."""
+    return _finish(call(_ANY, (input,), reduce_params(input, dim, keepdim)), out)
+
+
+_COUNT_NONZERO = OpDef("count_nonzero", lambda xp, a, dim, keepdim: xp.count_nonzero(a, axis=dim).astype(np.int64),
+                       None, dtype_rule=lambda a, p: (None, dt.int64), meta=reduction_meta, upcast_half=False)
+
+
+@export
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    return call(_COUNT_NONZERO, (input,), reduce_params(input, dim, False))

@@ -1,0 +1,161 @@
+"""Array-level math NumPy lacks or computes differently from torch: erf family, sigmoid, sgn, logit, xlogy.
+
+erf/erfc are Cephes' rational approximations (as used by SciPy), accurate to
+double precision; erfinv is torch's rational initial guess refined by two
+Newton steps, as torch's CPU kernel does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
+           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
+           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
+
+
+def _polevl(x, coefficients):
+    result = np.zeros_like(x) + coefficients[0]
+    for c in coefficients[1:]:
+        result = result * x + c
+    return result
+
+
+def _p1evl(x, coefficients):
+    result = x + coefficients[0]
+    for c in coefficients[1:]:
+        result = result * x + c
+    return result
+
+
+def _erfc_large(x):
+    """erfc for |x| >= 1 (x may be negative), computed in float64."""
+    z = np.abs(x)
+    exp_term = np.exp(-z * z)
+    small = z < 8.0
+    p = np.where(small, _polevl(z, _ERFC_P), _polevl(z, _ERFC_R))
+    q = np.where(small, _p1evl(z, _ERFC_Q), _p1evl(z, _ERFC_S))
+    y = exp_term * p / q
+    return np.where(x < 0, 2.0 - y, y)
+
+
+def _erf64(x):
+    x = np.asarray(x, np.float64)
+    small = np.abs(x) < 1.0
+    z = x * x
+    inner = x * _polevl(z, _ERF_T) / _p1evl(z, _ERF_U)
+    outer = 1.0 - _erfc_large(np.where(small, 1.0, x))
+    result = np.where(small, inner, outer)
+    return np.where(np.isnan(x), x, result)
+
+
+def _erfc64(x):
+    x = np.asarray(x, np.float64)
+    small = np.abs(x) < 1.0
+    inner = 1.0 - _erf64(np.where(small, x, 0.0))
+    outer = _erfc_large(np.where(small, 1.0, x))
+    result = np.where(small, inner, outer)
+    return np.where(np.isnan(x), x, result)
+
+
+def erf(xp, a):
+    if a.dtype == np.float64:
+        return _erf64(a)
+    return _erf64(a).astype(a.dtype)
+
+
+def erfc(xp, a):
+    if a.dtype == np.float64:
+        return _erfc64(a)
+    return _erfc64(a).astype(a.dtype)
+
+
+_ERFINV_A = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
+_ERFINV_B = (-2.118377725, 1.442710462, -0.329097515, 0.012229801)
+_ERFINV_C = (-1.970840454, -1.624906493, 3.429567803, 1.641345311)
+_ERFINV_D = (3.543889200, 1.637067800)
+
+
+def erfinv(xp, a):
+    """Inverse error function: rational approximation plus two Newton steps (torch's calc_erfinv)."""
+    y = np.asarray(a, np.float64)
+    absy = np.abs(y)
+    central = absy <= 0.7
+    z = y * y
+    num = ((_ERFINV_A[3] * z + _ERFINV_A[2]) * z + _ERFINV_A[1]) * z + _ERFINV_A[0]
+    dem = (((_ERFINV_B[3] * z + _ERFINV_B[2]) * z + _ERFINV_B[1]) * z + _ERFINV_B[0]) * z + 1.0
+    x_central = y * num / dem
+    w = np.sqrt(-np.log(np.clip((1.0 - absy) / 2.0, 1e-300, None)))
+    num = ((_ERFINV_C[3] * w + _ERFINV_C[2]) * w + _ERFINV_C[1]) * w + _ERFINV_C[0]
+    dem = (_ERFINV_D[1] * w + _ERFINV_D[0]) * w + 1.0
+    x_tail = np.copysign(num / dem, y)
+    x = np.where(central, x_central, x_tail)
+    two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
+    for _ in range(2):
+        x = x - (_erf64(x) - y) / (two_over_sqrt_pi * np.exp(-x * x))
+    x = np.where(absy == 1.0, np.copysign(np.inf, y), x)
+    x = np.where(absy > 1.0, np.nan, x)
+    return x.astype(a.dtype) if a.dtype != np.float64 else x
+
+
+def sigmoid(xp, a):
+    """1 / (1 + exp(-a)), without overflow warnings for large |a|."""
+    if a.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-a))
+    positive = a >= 0
+    exp_neg = xp.exp(-xp.abs(a))
+    return xp.where(positive, 1 / (1 + exp_neg), exp_neg / (1 + exp_neg)).astype(a.dtype, copy=False)
+
+
+def sgn(xp, a):
+    """sign for real, a/|a| for complex (0 at 0)."""
+    if a.dtype.kind != "c":
+        return xp.sign(a) if a.dtype != np.bool_ else a.copy()
+    magnitude = xp.abs(a)
+    return xp.where(magnitude == 0, 0, a / xp.where(magnitude == 0, 1, magnitude)).astype(a.dtype)
+
+
+def sgn_backward(ctx, g):
+    """torch's sgn_backward: zero for real; (g - Re(g conj(sgn)) sgn) / |x| for complex."""
+    x = ctx.inputs[0]
+    if not x.is_complex():
+        return g.new_zeros(g.shape)
+    sign = ctx.result
+    magnitude = x.abs()
+    projected = g - (g * sign.conj()).real * sign
+    return (projected / magnitude.masked_fill(magnitude == 0, 1.0)).masked_fill(magnitude == 0, 0.0)
+
+
+def logit(xp, a, eps=None):
+    if eps is not None:
+        a = xp.clip(a, eps, 1 - eps)
+    return xp.log(a / (1 - a))
+
+
+def logit_backward(ctx, g):
+    x = ctx.inputs[0]
+    eps = ctx.params.get("eps")
+    grad = g / (x * (1 - x))
+    if eps is None:
+        return grad
+    from .elementwise import where
+
+    return where((x < eps) | (x > 1 - eps), 0.0, grad)
+
+
+def xlogy(xp, a, b):
+    result = a * xp.log(b)
+    return xp.where((a == 0) & ~xp.isnan(b), xp.zeros_like(result), result)

@@ -1,0 +1,721 @@
+"""View ops: results share their input's storage (view, reshape when possible, transpose, expand, ...).
+
+Every view op is an OpDef with view=True; its impl returns a NumPy view.  The
+backward of a view op that selects elements (select, narrow, diagonal, slicing,
+unfold) is one generic op, `view_scatter`: zeros of the input's shape with the
+gradient written through the same view.  This file also holds the two nodes of
+NOTE [ In-place ops and views ] (_tensor.py): regenerating a view's grad_fn
+from its base, and CopySlices for the base after an in-place op on a view.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._dispatch import OpDef, call, keep
+from .._tensor import Size, Tensor, wrap_dim
+from ._api import export
+from ._shapes import normalize_dims
+
+
+def _view_op(name, impl, backward, meta=None, grad_name=None):
+    return OpDef(name, impl, backward, dtype_rule=keep, view=True, upcast_half=False, meta=meta,
+                 grad_name=grad_name)
+
+
+def _input_shape(ctx):
+    return ctx.input_meta[0][0]
+
+
+# ---------------------------------------------------------------- reshaping
+
+
+def infer_size(shape, numel: int) -> tuple:
+    """Resolve one -1 in `shape` against numel, with torch's errors."""
+    shape = tuple(int(n) for n in shape)
+    infer = [i for i, n in enumerate(shape) if n == -1]
+    if len(infer) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for n in shape:
+        if n < -1:
+            raise RuntimeError(f"invalid shape dimension {n}")
+    known = math.prod(n for n in shape if n != -1)
+    if infer:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '[{', '.join(str(n) for n in shape)}]' is invalid for input of size {numel}")
+        shape = shape[: infer[0]] + (numel // known,) + shape[infer[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '[{', '.join(str(n) for n in shape)}]' is invalid for input of size {numel}")
+    return shape
+
+
+def _shape_args(shape) -> tuple:
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and not (
+        isinstance(shape[0], Tensor) and shape[0].ndim == 0
+    ):
+        return tuple(shape[0])
+    return shape
+
+
+def _view_impl(xp, a, shape):
+    try:
+        return xp.reshape(a, shape, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            "across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+
+
+def _reshape_back(ctx, g):
+    return g.reshape(_input_shape(ctx))
+
+
+def _shape_meta(args, params):
+    return params["shape"]
+
+
+_VIEW = _view_op("view", _view_impl, _reshape_back, meta=_shape_meta)
+_RESHAPE_VIEW = _view_op("reshape", _view_impl, _reshape_back, meta=_shape_meta, grad_name="ViewBackward0")
+_RESHAPE_COPY = OpDef("reshape", lambda xp, a, shape: xp.reshape(a, shape).copy(), _reshape_back, dtype_rule=keep,
+                      upcast_half=False, meta=_shape_meta, grad_name="UnsafeViewBackward0")
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    """A view with a new shape (no copy); a dtype argument reinterprets the bytes (Tensor.view(dtype))."""
+    if len(shape) == 1 and hasattr(shape[0], "np_dtype"):
+        return _view_dtype(input, shape[0])
+    shape = infer_size(_shape_args(shape), input.numel())
+    return call(_VIEW, (input,), {"shape": shape})
+
+
+def _view_dtype(input: Tensor, dtype) -> Tensor:
+    if dtype is input._dtype:
+        return input
+    if dtype.itemsize != input._dtype.itemsize and input.ndim and input.stride(-1) != 1:
+        raise RuntimeError("self.stride(-1) must be 1 to view with a different element size")
+    array = input._data.view(dtype.np_dtype)
+    return Tensor._make_view(array, dtype, input._device, input)
+
+
+export(view, function=False)
+
+
+@export
+def reshape(input: Tensor, *shape) -> Tensor:
+    """A view when strides allow, else a copy (torch.reshape)."""
+    shape = infer_size(_shape_args(shape), input.numel())
+    if input._device.type == "meta":
+        return call(_RESHAPE_VIEW, (input,), {"shape": shape})
+    try:
+        np.reshape(input._data, shape, copy=False)
+    except ValueError:
+        return call(_RESHAPE_COPY, (input,), {"shape": shape})
+    return call(_RESHAPE_VIEW, (input,), {"shape": shape})
+
+
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return view(input, other.shape)
+
+
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, other.shape)
+
+
+export(view_as, function=False)
+export(reshape_as, function=False)
+
+
+@export
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    ndim = input.ndim
+    if ndim == 0:
+        return reshape(input, (1,))
+    start, end = wrap_dim(start_dim, ndim), wrap_dim(end_dim, ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    shape = input.shape
+    return reshape(input, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
+
+
+@export
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Split one dim into `sizes` (one of which may be -1)."""
+    dim = wrap_dim(dim, input.ndim)
+    sizes = infer_size(tuple(sizes), input.shape[dim]) if -1 in tuple(sizes) else tuple(sizes)
+    if math.prod(sizes) != input.shape[dim]:
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+            f"({input.shape[dim]}) in the input tensor"
+        )
+    return view(input, input.shape[:dim] + tuple(sizes) + input.shape[dim + 1:])
+
+
+def _squeeze_meta(args, params):
+    return params["shape"]
+
+
+_SQUEEZE = _view_op("squeeze", lambda xp, a, shape: a.reshape(shape), _reshape_back, meta=_squeeze_meta)
+_UNSQUEEZE = _view_op("unsqueeze", lambda xp, a, shape: a.reshape(shape), _reshape_back, meta=_squeeze_meta)
+
+
+@export
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove size-1 dims (all, or those in `dim`)."""
+    shape = input.shape
+    dims = normalize_dims(dim, input.ndim) if dim is not None else range(input.ndim)
+    new = tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1))
+    return call(_SQUEEZE, (input,), {"shape": new})
+
+
+@export
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at `dim`."""
+    dim = wrap_dim(dim, input.ndim + 1)
+    shape = input.shape
+    return call(_UNSQUEEZE, (input,), {"shape": shape[:dim] + (1,) + shape[dim:]})
+
+
+# ---------------------------------------------------------------- permuting
+
+
+def _permute_back(ctx, g):
+    inverse = np.argsort(ctx.params["dims"]).tolist()
+    return g.permute(inverse)
+
+
+_PERMUTE = _view_op("permute", lambda xp, a, dims: xp.transpose(a, dims), _permute_back,
+                    meta=lambda args, p: tuple(args[0].shape[d] for d in p["dims"]))
+_TRANSPOSE = _view_op("transpose", lambda xp, a, dims: xp.transpose(a, dims), _permute_back,
+                      meta=lambda args, p: tuple(args[0].shape[d] for d in p["dims"]))
+
+
+@export
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder dims."""
+    dims = _shape_args(dims)
+    ndim = input.ndim
+    if len(dims) != ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    dims = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != ndim:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return call(_PERMUTE, (input,), {"dims": dims})
+
+
+@export(aliases=("swapaxes", "swapdims"))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims."""
+    ndim = input.ndim
+    if ndim == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
+        return call(_TRANSPOSE, (input,), {"dims": ()})
+    dim0, dim1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
+    order = list(range(ndim))
+    order[dim0], order[dim1] = order[dim1], order[dim0]
+    return call(_TRANSPOSE, (input,), {"dims": tuple(order)})
+
+
+@export
+def t(input: Tensor) -> Tensor:
+    """Transpose a matrix; 0-d and 1-d tensors are returned as they are."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else transpose(input, 0, 0) if input.ndim else input
+
+
+@export
+def adjoint(input: Tensor) -> Tensor:
+    return transpose(input, -2, -1).conj()
+
+
+@export
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Move dims from `source` positions to `destination` positions."""
+    ndim = input.ndim
+    source = [source] if isinstance(source, int) else list(source)
+    destination = [destination] if isinstance(destination, int) else list(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({source} dims) should contain the same number "
+            f"of dims as destination ({destination} dims)"
+        )
+    source = [wrap_dim(d, ndim) for d in source]
+    destination = [wrap_dim(d, ndim) for d in destination]
+    order = [d for d in range(ndim) if d not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return permute(input, order)
+
+
+export(movedim, name="moveaxis")
+
+
+# ---------------------------------------------------------------- expanding
+
+
+def _expand_back(ctx, g):
+    return g  # summed back to the input's shape centrally: NOTE [ Gradient unbroadcasting ]
+
+
+_EXPAND = _view_op("expand", lambda xp, a, shape: xp.broadcast_to(a, shape), _expand_back,
+                   meta=lambda args, p: p["shape"])
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast size-1 dims to `sizes` without copying (-1 keeps a size)."""
+    sizes = tuple(int(s) for s in _shape_args(sizes))
+    ndim = input.ndim
+    if len(sizes) < ndim:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{[{', '.join(str(n) for n in input.shape)}]}}, size=[{', '.join(map(str, sizes))}]): "
+            "the number of sizes provided must be greater or equal to the number of dimensions in the tensor"
+        )
+    lead = len(sizes) - ndim
+    shape = []
+    for i, size in enumerate(sizes):
+        if i < lead:
+            if size < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in a leading, "
+                                   "non-existing dimension 0")
+            shape.append(size)
+            continue
+        current = input.shape[i - lead]
+        if size == -1:
+            size = current
+        elif current != size and current != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({size}) must match the existing size ({current}) at "
+                f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
+                f"[{', '.join(str(n) for n in input.shape)}]"
+            )
+        shape.append(size)
+    shape = tuple(shape)
+    if shape == tuple(input.shape):
+        return call(_EXPAND, (input,), {"shape": shape})
+    return call(_EXPAND, (input,), {"shape": shape})
+
+
+export(expand, function=False)
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other.shape)
+
+
+export(expand_as, function=False)
+
+
+@export(method=False)
+def broadcast_to(input: Tensor, size) -> Tensor:
+    return expand(input, tuple(size))
+
+
+export(lambda self, size: expand(self, tuple(size)), name="broadcast_to", function=False)
+
+
+@export(method=False)
+def broadcast_tensors(*tensors):
+    """Expand all tensors to their common broadcast shape."""
+    from ._shapes import broadcast_shapes
+
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+@export(method=False)
+def broadcast_shapes(*shapes):
+    from ._shapes import broadcast_shapes as rule
+
+    return Size(rule(*(tuple(s) if not isinstance(s, int) else (s,) for s in shapes)))
+
+
+# ---------------------------------------------------------------- element-selecting views
+
+
+def _view_scatter_impl(xp, g, shape, view_impl, view_params, overlapping):
+    out = xp.zeros(shape, g.dtype)
+    if overlapping:
+        positions = view_impl(xp, xp.arange(out.size).reshape(shape), **view_params)
+        xp.add.at(out.reshape(-1), positions.reshape(-1), g.reshape(-1))
+        return out
+    target = view_impl(xp, out, **view_params)
+    if not target.flags.writeable:
+        target = np.lib.stride_tricks.as_strided(target, target.shape, target.strides, writeable=True)
+    target[...] = g
+    return out
+
+
+def _view_scatter_back(ctx, g):
+    view_op = ctx.params["view_op"]
+    return call(view_op, (g,), ctx.params["view_params"])
+
+
+_VIEW_SCATTER = OpDef(
+    "view_scatter",
+    lambda xp, g, shape, view_op, view_params: _view_scatter_impl(
+        xp, g, shape, view_op.impl, view_params, view_op.name in _OVERLAPPING
+    ),
+    _view_scatter_back,
+    dtype_rule=keep,
+    upcast_half=False,
+    meta=lambda args, p: p["shape"],
+)
+_OVERLAPPING = {"unfold", "as_strided"}
+
+
+def view_scatter(g: Tensor, shape: tuple, view_op: OpDef, view_params: dict) -> Tensor:
+    """Zeros of `shape` with `g` written through the view `view_op(**view_params)`: a view op's backward."""
+    return call(_VIEW_SCATTER, (g,), {"shape": shape, "view_op": view_op, "view_params": view_params})
+
+
+def selecting_view(name, impl, meta=None, grad_name=None):
+    """An op that returns a view of some of its input's elements; its backward scatters into zeros."""
+    op = _view_op(name, impl, None, meta=meta, grad_name=grad_name)
+    op.backward = lambda ctx, g: view_scatter(g, _input_shape(ctx), op, ctx.params)
+    return op
+
+
+_SLICE = selecting_view("slice", lambda xp, a, key: a[key], grad_name="SliceBackward0")
+_SELECT = selecting_view("select", lambda xp, a, key: a[key], grad_name="SelectBackward0")
+
+
+@export
+def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
+    """The view input[..., start:start+length, ...] along `dim`."""
+    dim = wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    start = int(start)
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    key = (slice(None),) * dim + (slice(start, start + length),)
+    return call(_SLICE, (input,), {"key": key})
+
+
+@export
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """input[..., index, ...] along `dim` (removes the dim)."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    index = int(index)
+    if index < -size or index >= size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {dim}")
+    key = (slice(None),) * dim + (index % size if size else index,)
+    return call(_SELECT, (input,), {"key": key})
+
+
+def _diagonal_impl(xp, a, offset, dim1, dim2):
+    return xp.diagonal(a, offset, dim1, dim2)
+
+
+_DIAGONAL = selecting_view("diagonal", _diagonal_impl)
+
+
+@export
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The view of a diagonal (appended as the last dim)."""
+    dim1, dim2 = wrap_dim(dim1, input.ndim), wrap_dim(dim2, input.ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return call(_DIAGONAL, (input,), {"offset": offset, "dim1": dim1, "dim2": dim2})
+
+
+def _unfold_impl(xp, a, dimension, size, step):
+    shape, strides = list(a.shape), list(a.strides)
+    if a.ndim == 0:
+        return np.lib.stride_tricks.as_strided(a, (1,), (a.itemsize,))
+    count = (shape[dimension] - size) // step + 1
+    new_shape = shape[:dimension] + [count] + shape[dimension + 1:] + [size]
+    new_strides = strides[:dimension] + [strides[dimension] * step] + strides[dimension + 1:] + [strides[dimension]]
+    return np.lib.stride_tricks.as_strided(a, new_shape, new_strides, writeable=False)
+
+
+_UNFOLD = selecting_view("unfold", _unfold_impl)
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Tensor.unfold: a view of all windows of `size` with `step` along `dimension`, as a new last dim."""
+    dimension = wrap_dim(dimension, input.ndim)
+    extent = input.shape[dimension] if input.ndim else 1
+    if size > extent:
+        raise RuntimeError(f"maximum size for tensor at dimension {dimension} is {extent} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return call(_UNFOLD, (input,), {"dimension": dimension, "size": size, "step": step})
+
+
+export(unfold, function=False)
+
+
+def _as_strided_impl(xp, a, size, stride, storage_offset):
+    itemsize = a.itemsize
+    return np.lib.stride_tricks.as_strided(
+        _flat_storage(a)[storage_offset:], size, tuple(s * itemsize for s in stride), writeable=True
+    )
+
+
+def _flat_storage(a):
+    """A 1-D view of the memory from `a`'s first element (as_strided is relative to the tensor's storage)."""
+    return np.lib.stride_tricks.as_strided(a, (max(_extent(a), 1),), (a.itemsize,), writeable=True)
+
+
+def _extent(a) -> int:
+    if a.size == 0:
+        return 0
+    return 1 + sum((n - 1) * s // a.itemsize for n, s in zip(a.shape, a.strides) if s > 0)
+
+
+_AS_STRIDED = selecting_view("as_strided", _as_strided_impl, meta=lambda args, p: tuple(p["size"]))
+
+
+@export
+def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view with explicit sizes and strides (elements), relative to the input's storage."""
+    offset = input.storage_offset() if storage_offset is None else storage_offset
+    relative = offset - input.storage_offset()
+    if relative < 0:
+        raise RuntimeError("as_strided before the tensor's first element is not supported")
+    return call(_AS_STRIDED, (input,), {"size": tuple(size), "stride": tuple(stride), "storage_offset": relative})
+
+
+# ---------------------------------------------------------------- splitting
+
+
+@export
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """All slices along `dim`, as views."""
+    dim = wrap_dim(dim, input.ndim)
+    return tuple(select(input, dim, i) for i in range(input.shape[dim]))
+
+
+@export
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Views of chunks of `split_size` (the last may be smaller), or of the given section sizes."""
+    dim = wrap_dim(dim, tensor.ndim)
+    size = tensor.shape[dim]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        step = int(split_size_or_sections)
+        if step <= 0 and size:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        starts = range(0, size, step) if step else [0]
+        return tuple(narrow(tensor, dim, s, min(step, size - s)) for s in starts)
+    sections = [int(s) for s in split_size_or_sections]
+    if sum(sections) != size:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+            f"{dim}), but got split_sizes={sections}"
+        )
+    out, start = [], 0
+    for length in sections:
+        out.append(narrow(tensor, dim, start, length))
+        start += length
+    return tuple(out)
+
+
+export(split, name="split_with_sizes")
+
+
+@export
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into `chunks` views of ceil(size / chunks) (fewer if the size is small)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    dim = wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    step = max(-(-size // chunks), 1)
+    return split(input, step, dim)
+
+
+@export
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """numpy.array_split semantics: n near-equal sections, or split before the given indices."""
+    dim = wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        base, extra = divmod(size, n)
+        sizes = [base + 1] * extra + [base] * (n - extra)
+        bounds, start = [], 0
+        for s in sizes:
+            bounds.append((start, s))
+            start += s
+    else:
+        points = [0] + [min(max(int(i) if i >= 0 else int(i) + size, 0), size) for i in indices_or_sections] + [size]
+        bounds = [(a, max(b - a, 0)) for a, b in zip(points[:-1], points[1:])]
+    return tuple(narrow(input, dim, start, length) for start, length in bounds)
+
+
+def _split_dims(name, axis, minimum):
+    def fn(input, indices_or_sections):
+        if input.ndim < minimum:
+            raise RuntimeError(
+                f"torch.{name} requires a tensor with at least {minimum} dimension, but got a tensor with "
+                f"{input.ndim} dimensions!"
+            )
+        dim = axis if input.ndim > 1 or name != "hsplit" else 0
+        if isinstance(indices_or_sections, int) and input.shape[dim] % indices_or_sections:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                f"{input.shape[dim]} is not divisible by the split_size {indices_or_sections}!"
+            )
+        return tensor_split(input, indices_or_sections, dim)
+
+    fn.__name__ = name
+    export(fn)
+
+
+_split_dims("hsplit", 1, 1)
+_split_dims("vsplit", 0, 2)
+_split_dims("dsplit", 2, 3)
+
+
+# ---------------------------------------------------------------- complex views
+
+
+_REAL = selecting_view("real", lambda xp, a: a.real)
+_IMAG = selecting_view("imag", lambda xp, a: a.imag)
+
+
+def real(input: Tensor) -> Tensor:
+    """The real part (a view for complex tensors, the tensor itself for real ones)."""
+    if not input._dtype.is_complex:
+        return input
+    out = call(_REAL, (input,))
+    return out
+
+
+def imag(input: Tensor) -> Tensor:
+    if not input._dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return call(_IMAG, (input,))
+
+
+def _real_rule_fix(op):
+    base = op.dtype_rule
+
+    def rule(args, params):
+        _, out = base(args, params)
+        return None, out.to_real()
+
+    op.dtype_rule = rule
+
+
+_real_rule_fix(_REAL)
+_real_rule_fix(_IMAG)
+_REAL.backward = lambda ctx, g: g.to(ctx.input_meta[0][1])
+_IMAG.backward = lambda ctx, g: g.to(ctx.input_meta[0][1]) * 1j
+export(real, method=False)
+export(imag, method=False)
+
+
+# ---------------------------------------------------------------- NOTE [ In-place ops and views ] nodes
+
+
+def view_positions(base: Tensor, view: Tensor) -> np.ndarray:
+    """For each element of `view`, the flat (row-major) index of the element of `base` it aliases."""
+    base_array, view_array = base._data, view._data
+    itemsize = base_array.itemsize
+    base_address = base_array.__array_interface__["data"][0]
+    low = base_address + sum((n - 1) * s for n, s in zip(base_array.shape, base_array.strides) if s < 0 and n)
+    extent = _extent(base_array) if base_array.size else 1
+    memory = np.full(max(extent, 1), -1, np.int64)
+    base_strides = tuple(s // itemsize for s in base_array.strides)
+    base_offset = (base_address - low) // itemsize
+    mapping = np.lib.stride_tricks.as_strided(
+        memory[base_offset:], base_array.shape, tuple(s * 8 for s in base_strides), writeable=True
+    )
+    mapping[...] = np.arange(base_array.size).reshape(base_array.shape)
+    view_offset = (view_array.__array_interface__["data"][0] - low) // itemsize
+    view_strides = tuple(s // itemsize * 8 for s in view_array.strides)
+    return np.lib.stride_tricks.as_strided(memory[view_offset:], view_array.shape, view_strides).copy()
+
+
+def _gather_impl(xp, a, positions, shape):
+    return a.reshape(-1)[positions]
+
+
+def _scatter_add_impl(xp, g, positions, shape):
+    out = xp.zeros(math.prod(shape), g.dtype)
+    xp.add.at(out, positions.reshape(-1), g.reshape(-1))
+    return out.reshape(shape)
+
+
+def _put_impl(xp, a, values, positions):
+    out = a.copy().reshape(-1)
+    out[positions.reshape(-1)] = values.reshape(-1)
+    return out.reshape(a.shape)
+
+
+_GATHER_POSITIONS = OpDef("as_strided", _gather_impl, None, dtype_rule=keep, upcast_half=False,
+                          meta=lambda args, p: p["positions"].shape, grad_name="AsStridedBackward0")
+_SCATTER_POSITIONS = OpDef("as_strided_scatter", _scatter_add_impl, None, dtype_rule=keep, upcast_half=False,
+                           meta=lambda args, p: p["shape"])
+_PUT_POSITIONS = OpDef("copy_slices", _put_impl, None, dtype_rule=keep, upcast_half=False,
+                       meta=lambda args, p: args[0].shape, grad_name="CopySlices")
+_GATHER_POSITIONS.backward = lambda ctx, g: call(
+    _SCATTER_POSITIONS, (g,), {"positions": ctx.params["positions"], "shape": ctx.params["shape"]}
+)
+_SCATTER_POSITIONS.backward = lambda ctx, g: call(
+    _GATHER_POSITIONS, (g,), {"positions": ctx.params["positions"], "shape": ctx.params["shape"]}
+)
+
+
+def _put_backward(ctx, g):
+    positions = ctx.params["positions"]
+    zeros = g.new_zeros(positions.shape)
+    grad_base = call(_PUT_POSITIONS, (g, zeros), {"positions": positions}) if ctx.needs_input_grad[0] else None
+    grad_values = None
+    if ctx.needs_input_grad[1]:
+        grad_values = call(_GATHER_POSITIONS, (g,), {"positions": positions, "shape": tuple(g.shape)})
+    return grad_base, grad_values
+
+
+_PUT_POSITIONS.backward = _put_backward
+
+
+def _manual_node(op, params, inputs, output):
+    """Record a node for an op whose forward value already exists (the in-place machinery)."""
+    needs = tuple(t is not None and t._requires_grad for t in inputs)
+    meta = tuple((t._data.shape, t._dtype) if need else None for t, need in zip(inputs, needs))
+    node = op.node_class(op, params, tuple(inputs), (output,), meta, needs)
+    node.next_functions = tuple(t._edge() if need else (None, 0) for t, need in zip(inputs, needs))
+    return node
+
+
+def as_strided_view_node(base: Tensor, view: Tensor):
+    """The grad_fn of `view` as a strided view of its base's current value."""
+    positions = view_positions(base, view)
+    return _manual_node(_GATHER_POSITIONS, {"positions": positions, "shape": tuple(base.shape)}, (base,), view)
+
+
+def rebase_view(view: Tensor, result: Tensor) -> None:
+    """After `view` was overwritten in place by `result`: the base's grad_fn becomes CopySlices."""
+    base = view._base
+    positions = view_positions(base, view)
+    old_base = base.detach() if not base._requires_grad else base
+    node = _manual_node(_PUT_POSITIONS, {"positions": positions}, (old_base, result), base)
+    base._grad_fn = node
+    base._output_nr = 0
+    base._requires_grad = True
+    view._view_version = -1  # regenerate the view's grad_fn from the new base on next use
+    view._grad_fn = None
+    view._requires_grad = True

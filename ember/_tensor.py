@@ -1,0 +1,682 @@
+"""Tensor: an array, a dtype, a device, and autograd state.
+
+The array is a NumPy ndarray on the CPU (a `MetaArray` placeholder on the meta
+device).  Views hold NumPy views of their base's array and share its `Storage`,
+whose version counter every in-place op bumps; see NOTE [ In-place ops and views ].
+Op methods (add, sum, view, ...) are attached from the op registry in
+ember/_ops/_api.py; this file holds only the tensor's own state and protocols.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _dispatch
+from . import _dtype as dt
+from ._autograd import node as node_module
+from ._autograd.grad_mode import state
+from ._autograd.hooks import RemovableHandle
+from ._autograd.node import AccumulateGrad
+from ._backends import MetaArray
+from ._device import CPU, as_device
+from ._device import device as Device
+
+__all__ = ["Tensor", "Size"]
+
+SCALAR_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+    "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints whose repr names it."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}([{', '.join(str(n) for n in self)}])"
+
+    def numel(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+
+class Storage:
+    """What views share: the root array (for data_ptr) and the version counter."""
+
+    __slots__ = ("array", "version", "__weakref__")
+
+    def __init__(self, array) -> None:
+        self.array = array
+        self.version = 0
+
+
+class UntypedStorage:
+    """A minimal torch.UntypedStorage view for sharing checks: data_ptr, nbytes, size."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def data_ptr(self) -> int:
+        array = self._storage.array
+        return 0 if isinstance(array, MetaArray) else array.__array_interface__["data"][0]
+
+    def nbytes(self) -> int:
+        return self._storage.array.nbytes
+
+    def size(self) -> int:
+        return self.nbytes()
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+
+class Tensor:
+    """A multi-dimensional array with autograd, as torch.Tensor."""
+
+    __slots__ = ("_data", "_dtype", "_device", "_storage", "_requires_grad", "_grad_fn", "_base", "__dict__",
+                 "__weakref__")
+
+    # Rarely set state lives in the instance __dict__, with these class defaults.
+    _output_nr = 0
+    _grad = None
+    _view_version = 0
+    _accumulator = None
+    _post_accumulate_hooks = None
+    _leaf_hooks = None
+    _retains_grad = False
+    _is_param = False
+
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        """Legacy constructor: Tensor(data) or Tensor(*sizes), default dtype."""
+        from ._ops import creation
+
+        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+            data = args[0]
+            if isinstance(data, Tensor):
+                return data
+            return creation.tensor(data, dtype=dt.get_default_dtype())
+        return creation.empty(*args, **kwargs)
+
+    # ------------------------------------------------------------ construction
+    @staticmethod
+    def _make(array, dtype: dt.dtype, device: Device = CPU, storage: Storage | None = None) -> Tensor:
+        self = object.__new__(Tensor)
+        self._data = array
+        self._dtype = dtype
+        self._device = device
+        self._storage = Storage(array) if storage is None else storage
+        self._requires_grad = False
+        self._grad_fn = None
+        self._base = None
+        return self
+
+    @staticmethod
+    def _make_view(array, dtype: dt.dtype, device: Device, source: Tensor) -> Tensor:
+        self = object.__new__(Tensor)
+        self._data = array
+        self._dtype = dtype
+        self._device = device
+        self._storage = source._storage
+        self._requires_grad = False
+        self._grad_fn = None
+        self._base = source if source._base is None else source._base
+        self._view_version = source._storage.version
+        return self
+
+    def _make_subclass_of(self, cls, requires_grad: bool) -> Tensor:
+        """A tensor of class `cls` sharing this one's data (nn.Parameter uses it)."""
+        out = object.__new__(cls)
+        out._data = self._data
+        out._dtype = self._dtype
+        out._device = self._device
+        out._storage = self._storage
+        out._requires_grad = bool(requires_grad)
+        out._grad_fn = None
+        out._base = None
+        return out
+
+    @classmethod
+    def _make_subclass(cls, subclass, data: Tensor, require_grad: bool = False) -> Tensor:
+        return data._make_subclass_of(subclass, require_grad)
+
+    # ------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._wrap_dim(dim)]
+
+    @property
+    def dtype(self) -> dt.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.size) * self._dtype.itemsize
+
+    @property
+    def layout(self):
+        from . import strided
+
+        return strided
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._dtype.is_complex
+
+    def is_signed(self) -> bool:
+        return self._dtype.is_signed
+
+    def _wrap_dim(self, dim: int) -> int:
+        return wrap_dim(dim, self._data.ndim)
+
+    def stride(self, dim: int | None = None):
+        itemsize = self._dtype.itemsize
+        strides = tuple(s // itemsize for s in self._data.strides)
+        if self._data.ndim and 0 in self._data.shape:
+            strides = _contiguous(self._data.shape)
+        return strides if dim is None else strides[self._wrap_dim(dim)]
+
+    def storage_offset(self) -> int:
+        if isinstance(self._data, MetaArray):
+            return 0
+        return (_address(self._data) - _address(self._storage.array)) // self._dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return 0 if isinstance(self._data, MetaArray) else _address(self._data)
+
+    def untyped_storage(self) -> UntypedStorage:
+        return UntypedStorage(self._storage)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        if isinstance(self._data, MetaArray):
+            return True
+        return self._data.flags.c_contiguous
+
+    def is_set_to(self, other: Tensor) -> bool:
+        return (self._storage is other._storage and self.storage_offset() == other.storage_offset()
+                and self.shape == other.shape and self.stride() == other.stride())
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    # ------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        if self._base is not None:
+            self._refresh_view()
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and self._dtype.category < 2:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        if self._base is not None:
+            self._refresh_view()
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._device != self._device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+        self._storage = value._storage
+
+    def _edge(self):
+        """The (node, output_nr) that gradients for this tensor flow into."""
+        grad_fn = self.grad_fn
+        if grad_fn is not None:
+            return (grad_fn, self._output_nr)
+        return (self._grad_accumulator(), 0)
+
+    def _grad_accumulator(self) -> AccumulateGrad:
+        accumulator = self._accumulator
+        if accumulator is None:
+            accumulator = AccumulateGrad(self)
+            self._accumulator = accumulator
+        return accumulator
+
+    def _refresh_view(self) -> None:
+        """See NOTE [ In-place ops and views ]: after an in-place write to the storage, a view's grad_fn is
+        regenerated as a strided view of its base's current grad_fn."""
+        version = self._storage.version
+        if self._view_version == version or not state.enabled:
+            return
+        self._view_version = version
+        base = self._base
+        if base._requires_grad:
+            from ._ops import views
+
+            node = views.as_strided_view_node(base, self)
+            self._grad_fn = node
+            self._output_nr = 0
+            self._requires_grad = True
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data and version counter, outside the graph."""
+        out = Tensor._make(self._data, self._dtype, self._device, self._storage)
+        return out
+
+    def detach_(self) -> Tensor:
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    def retain_grad(self) -> None:
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains_grad:
+            return
+        self._retains_grad = True
+        node = self._grad_fn
+        if node._retain_hooks is None:
+            node._retain_hooks = {}
+
+        def retain(grad, tensor=self):
+            grad = grad.detach()
+            tensor._grad = grad.clone() if tensor._grad is None else tensor._grad + grad
+
+        node._retain_hooks[self._output_nr] = retain
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """hook(grad) -> Tensor or None runs when this tensor's gradient is computed."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        grad_fn = self.grad_fn
+        if grad_fn is not None:
+            return grad_fn._register_tensor_hook(self._output_nr, hook)
+        accumulator = self._grad_accumulator()
+        return accumulator._register_tensor_hook(0, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after a leaf's .grad has been accumulated."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        handle = RemovableHandle(self._post_accumulate_hooks)
+        self._post_accumulate_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from ._autograd import functions
+
+        functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------ in-place results
+    def _check_inplace(self) -> None:
+        if state.enabled and self._requires_grad:
+            if self._base is None and self._grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            base = self._base
+            if base is not None and base._grad_fn is None and base._requires_grad:
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
+
+    def _inplace_from(self, result: Tensor, allow_cast: bool = False) -> Tensor:
+        """Write `result` into this tensor's memory and make it take over result's place in the graph.
+
+        NOTE [ In-place ops and views ]
+        An in-place op is computed out of place (so its backward is the op's own), then its values are
+        written into this tensor's array and the storage version is bumped.  Autograd-wise the tensor
+        becomes the result.  If the tensor is a view, its base gets a CopySlices node: the base's gradient
+        flows to the old base outside the view's region and through the op inside it; other views of the
+        storage notice the new version and regenerate their grad_fn from the base (`_refresh_view`).
+        """
+        self._check_inplace()
+        if result._data.shape != self._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(self._data.shape)} doesn't match the broadcast shape {list(result.shape)}"
+            )
+        if not allow_cast and not dt.can_cast(result._dtype, self._dtype):
+            raise RuntimeError(
+                f"result type {SCALAR_NAMES[result._dtype.name]} can't be cast to the desired output type "
+                f"{SCALAR_NAMES[self._dtype.name]}"
+            )
+        if not isinstance(self._data, MetaArray):
+            write_array(self._data, result._data)
+        self._storage.version += 1
+        if result._grad_fn is not None and state.enabled:
+            if self._base is None:
+                self._grad_fn = result._grad_fn
+                self._output_nr = result._output_nr
+                self._requires_grad = True
+            else:
+                from ._ops import views
+
+                views.rebase_view(self, result)
+        return self
+
+    # ------------------------------------------------------------ conversion to Python / NumPy
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        self._check_data("item")
+        value = self._data.reshape(()).item() if self._dtype is not dt.bfloat16 else float(self._data.reshape(()))
+        return _python_scalar(value, self._dtype)
+
+    def tolist(self):
+        self._check_data("tolist")
+        if self._dtype is dt.bfloat16:
+            return self._data.astype(np.float32).tolist()
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        self._check_data("numpy")
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        self._check_data("__array__")
+        array = self._data
+        return array if dtype is None else array.astype(dtype)
+
+    def _check_data(self, what: str) -> None:
+        if isinstance(self._data, MetaArray):
+            raise NotImplementedError(f"Cannot call {what}() on a tensor on the meta device: it has no data")
+        if self._device.type != "cpu" and what in ("numpy", "__array__"):
+            raise TypeError(
+                f"can't convert {self._device.type} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                "tensor to host memory first."
+            )
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __contains__(self, element) -> bool:
+        return bool((self == element).any().item())
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from ._tensor_str import tensor_repr
+
+        grad_fn = self.grad_fn
+        values = None if isinstance(self._data, MetaArray) else self._data
+        return tensor_repr(
+            values,
+            shape=tuple(self._data.shape),
+            dtype_name=self._dtype.name,
+            default_dtype_name=dt.get_default_dtype().name,
+            device=None if self._device.type == "cpu" else str(self._device),
+            requires_grad=self._requires_grad and grad_fn is None,
+            grad_fn_name=grad_fn.name() if grad_fn is not None else None,
+            prefix="Parameter containing:\ntensor(" if self._is_param else "tensor(",
+        )
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and not isinstance(self._data, MetaArray):
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __dir__(self):
+        return sorted(set(dir(type(self))) | set(self.__dict__))
+
+    # ------------------------------------------------------------ copying and pickling
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                "moment.  If you were attempting to deepcopy a module, this may be because of a torch.nn.utils."
+                "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]
+        data = self._data if isinstance(self._data, MetaArray) else self._data.copy()
+        out = Tensor._make(data, self._dtype, self._device)
+        if type(self) is not Tensor:
+            out = out._make_subclass_of(type(self), self._requires_grad)
+        out._requires_grad = self._requires_grad
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        for key, value in self.__dict__.items():
+            if not key.startswith("_"):
+                import copy
+
+                setattr(out, key, copy.deepcopy(value, memo))
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, protocol):
+        data = self._data if isinstance(self._data, MetaArray) else np.ascontiguousarray(self._data)
+        return (_rebuild_tensor, (data, self._dtype.name, str(self._device), self._requires_grad, type(self)))
+
+    def __setstate__(self, state_dict) -> None:
+        pass
+
+
+def _rebuild_tensor(data, dtype_name, device, requires_grad, cls=None):
+    tensor = Tensor._make(data, dt._dtype_by_name(dtype_name), as_device(device))
+    if cls is not None and cls is not Tensor:
+        return tensor._make_subclass_of(cls, requires_grad)
+    tensor._requires_grad = requires_grad
+    return tensor
+
+
+def _python_scalar(value, dtype: dt.dtype):
+    if dtype is dt.bool_:
+        return bool(value)
+    if dtype.category == 1:
+        return int(value)
+    if dtype.category == 2:
+        return float(value)
+    return complex(value)
+
+
+def _address(array) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _contiguous(shape) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """Normalise a possibly negative dim, with torch's IndexError for out-of-range dims."""
+    low, high = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if dim < low or dim > high:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
+    return dim + ndim if dim < 0 and ndim else (0 if ndim == 0 else dim)
+
+
+def write_array(target, values) -> None:
+    """target[...] = values, with torch's error for writing into an expanded (overlapping) tensor."""
+    try:
+        np.copyto(target, values, casting="unsafe")
+    except ValueError as error:
+        if not target.flags.writeable:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation."
+            ) from error
+        raise
+
+
+def zeros_for(shape, dtype: dt.dtype, device: Device) -> Tensor:
+    if device.type == "meta":
+        return Tensor._make(MetaArray(shape, dtype.np_dtype), dtype, device)
+    xp = _dispatch.device_module(device)
+    return Tensor._make(xp.zeros(shape, dtype.np_dtype), dtype, device)
+
+
+_dispatch.Tensor = Tensor
+node_module.tensor_factory = Tensor._make
