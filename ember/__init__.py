@@ -79,8 +79,21 @@ channels_last = memory_format("channels_last")
 
 _ops.install(globals())
 _operators.install()
+from . import linalg  # noqa: E402
 
 from . import autograd  # noqa: E402
+from . import nn  # noqa: E402
+from . import optim  # noqa: E402
 from ._ops.misc import is_tensor, is_floating_point, is_complex, numel, result_type, typename  # noqa: E402
+from . import random  # noqa: E402
+from ._ops.random import (  # noqa: E402
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 
 __version__ = "0.1.0"

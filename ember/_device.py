@@ -25,7 +25,9 @@ class device:
         kind, _, idx = type.partition(":")
         if idx:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was passed explicitly: {type}"
+                )
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(idx)
@@ -34,7 +36,7 @@ class device:
                 f"Expected one of cpu, cuda, meta device type at start of device string: {type}"
             )
         if index is not None and index < 0:
-            raise RuntimeError(f"Device index must not be negative, got {index}")
+            raise RuntimeError("Device index must not be negative")
         self = object.__new__(cls)
         object.__setattr__(self, "type", kind)
         object.__setattr__(self, "index", index)
@@ -45,8 +47,7 @@ class device:
         raise AttributeError("ember.device is immutable")
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, str):
-            other = device(other)
+        # torch compares devices only with devices: torch.device("cpu") == "cpu" is False
         return isinstance(other, device) and self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:

@@ -128,6 +128,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
                 a._refresh_view()
             if a._requires_grad:
                 needs_grad = True
+    if device is None:
+        raise TypeError(f"{op.name}(): expected at least one Tensor argument, got {[type(a).__name__ for a in args]}")
     if TRACE:
         print(f"[ember dispatch] {op.name} {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
     compute, out_dtype = op.dtype_rule(args, params)
@@ -143,17 +145,38 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
 def _call_backend(op, args, params, compute, out_dtype, device):
     if compute is None:
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    elif op.upcast_half and compute in HALF_TYPES:
+        # operands are first rounded to the half type (torch casts them to the common dtype), then widened
+        arrays = [_as_half_compute_array(a, compute.np_dtype) for a in args]
     else:
-        np_dtype = compute.np_dtype
-        if op.upcast_half and compute in HALF_TYPES:
-            np_dtype = np.float32
-        arrays = [_as_compute_array(a, np_dtype) for a in args]
-    xp = device_module(device)
-    out = op.impl(xp, *arrays, **params) if params else op.impl(xp, *arrays)
+        arrays = []
+        for a in args:
+            if isinstance(a, Tensor):
+                array = a._data
+                if a._dtype is not compute:
+                    array = array.astype(compute.np_dtype)
+                arrays.append(array)
+            else:
+                arrays.append(a)
+    xp = _device_modules.get(device.type) or device_module(device)
+    try:
+        out = op.impl(xp, *arrays, **params) if params else op.impl(xp, *arrays)
+    except ValueError as error:
+        raise _translate_value_error(op, args, params, error) from None
     if op.outputs == 1:
         return _wrap(op, out, out_dtype, device, args)
     dtypes = out_dtype if isinstance(out_dtype, tuple) else (out_dtype,) * op.outputs
     return tuple(_wrap(op, o, d, device, args) for o, d in zip(out, dtypes))
+
+
+def _translate_value_error(op, args, params, error):
+    """NumPy's ValueError for operands that don't broadcast becomes torch's RuntimeError naming the sizes."""
+    if op.meta is not None and "broadcast" in str(error):
+        try:
+            op.meta(args, params)
+        except RuntimeError as translated:
+            return translated
+    return error
 
 
 def _as_compute_array(value, np_dtype):
@@ -163,6 +186,20 @@ def _as_compute_array(value, np_dtype):
             array = array.astype(np_dtype)
         return array
     return value
+
+
+def _as_half_compute_array(value, half_dtype):
+    """Round an operand (Python numbers too) to the half type, as torch casts operands to the common dtype,
+    then widen it to float32 for the computation."""
+    if isinstance(value, Tensor):
+        array = value._data
+    elif type(value) in (int, float):
+        array = np.asarray(value)
+    else:
+        return value
+    if array.dtype != half_dtype:
+        array = array.astype(half_dtype)
+    return array.astype(np.float32)
 
 
 def _wrap(op, array, dtype, device, args):
@@ -218,8 +255,8 @@ def _merge_devices(op, device, tensor):
         return device
     if other.type == "cpu" and tensor._data.ndim == 0 and device.type == "cuda":
         return device
-    if device.type == "cpu" and device.type != other.type and other.type == "cuda":
-        pass
+    if "meta" in (device.type, other.type):
+        raise RuntimeError(f"Tensor on device {other} is not on the expected device {device}!")
     raise RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {device} and {other}!"
     )
@@ -242,23 +279,41 @@ def device_module(device):
 
 
 def _record(op, args, params, results):
-    outputs = results if op.outputs > 1 else (results,)
-    differentiable = op.differentiable_outputs
-    if differentiable is None:
-        differentiable = tuple(r._dtype.category >= 2 for r in outputs)
-    if not any(differentiable):
-        return
-    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-    input_meta = tuple((a._data.shape, a._dtype) if need else None for a, need in zip(args, needs))
-    node = op.node_class(op, params, args, outputs, input_meta, needs)
-    node.next_functions = tuple(a._edge() if need else (None, 0) for a, need in zip(args, needs))
-    for nr, (result, flag) in enumerate(zip(outputs, differentiable)):
-        if flag:
+    """Attach a backward node to the results (only the float/complex ones are differentiable)."""
+    if op.outputs == 1:
+        if results._dtype.category < 2:
+            return
+        outputs = (results,)
+        differentiable = (True,)
+    else:
+        outputs = results
+        differentiable = op.differentiable_outputs
+        if differentiable is None:
+            differentiable = tuple(r._dtype.category >= 2 for r in outputs)
+        if not any(differentiable):
+            return
+    needs, input_meta, edges = [], [], []
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            needs.append(True)
+            input_meta.append((a._data.shape, a._dtype))
+            edges.append(a._edge())
+        else:
+            needs.append(False)
+            input_meta.append(None)
+            edges.append(_NO_EDGE)
+    node = op.node_class(op, params, args, outputs, input_meta, tuple(needs))
+    node.next_functions = tuple(edges)
+    for nr, result in enumerate(outputs):
+        if differentiable[nr]:
             result._grad_fn = node
             result._output_nr = nr
             result._requires_grad = True
             if result._base is not None:
                 result._view_version = result._storage.version
+
+
+_NO_EDGE = (None, 0)
 
 
 def _describe(value) -> str:

@@ -147,7 +147,7 @@ def set_default_dtype(d: dtype) -> None:
     """Set the dtype for float Python scalars and factory functions (float32 or float64 etc.)."""
     global _default_dtype
     if not isinstance(d, dtype) or not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default_dtype = d
 
 
@@ -213,7 +213,9 @@ class finfo:
     def __init__(self, type: dtype | None = None) -> None:
         type = type or _default_dtype
         if not (type.is_floating_point or type.is_complex):
-            raise TypeError(f"torch.finfo() requires a floating point input type. Got {type}")
+            raise TypeError(
+                "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+            )
         info = ml_dtypes.finfo(type.to_real().np_dtype)
         self.dtype = type.to_real().name
         self.bits = info.bits
@@ -222,7 +224,7 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = float(info.smallest_normal)
-        self.resolution = float(info.resolution)
+        self.resolution = float(f"1e-{info.precision}")  # torch reports the decimal resolution exactly
 
     def __repr__(self) -> str:
         return (
@@ -235,13 +237,12 @@ class iinfo:
     """Machine limits of an integral dtype (torch.iinfo)."""
 
     def __init__(self, type: dtype) -> None:
-        if type.category > 1:
-            raise TypeError(f"torch.iinfo() requires an integer input type. Got {type}")
         if type is bool_:
-            self.bits, self.min, self.max = 8, 0, 1
-        else:
-            info = np.iinfo(type.np_dtype)
-            self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if type.category > 1:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        info = np.iinfo(type.np_dtype)
+        self.bits, self.min, self.max = info.bits, int(info.min), int(info.max)
         self.dtype = type.name
 
     def __repr__(self) -> str:

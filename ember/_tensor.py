@@ -37,7 +37,7 @@ class Size(tuple):
     """torch.Size: a tuple of ints whose repr names it."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}([{', '.join(str(n) for n in self)}])"
+        return f"ember.{type(self).__name__}([{', '.join(str(n) for n in self)}])"
 
     def numel(self) -> int:
         n = 1
@@ -89,11 +89,10 @@ class UntypedStorage:
 class Tensor:
     """A multi-dimensional array with autograd, as torch.Tensor."""
 
-    __slots__ = ("_data", "_dtype", "_device", "_storage", "_requires_grad", "_grad_fn", "_base", "__dict__",
-                 "__weakref__")
+    __slots__ = ("_data", "_dtype", "_device", "_storage", "_requires_grad", "_grad_fn", "_base", "_output_nr",
+                 "__dict__", "__weakref__")
 
     # Rarely set state lives in the instance __dict__, with these class defaults.
-    _output_nr = 0
     _grad = None
     _view_version = 0
     _accumulator = None
@@ -108,12 +107,7 @@ class Tensor:
         """Legacy constructor: Tensor(data) or Tensor(*sizes), default dtype."""
         from ._ops import creation
 
-        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-            data = args[0]
-            if isinstance(data, Tensor):
-                return data
-            return creation.tensor(data, dtype=dt.get_default_dtype())
-        return creation.empty(*args, **kwargs)
+        return creation.legacy_new(*args, **kwargs)
 
     # ------------------------------------------------------------ construction
     @staticmethod
@@ -126,6 +120,7 @@ class Tensor:
         self._requires_grad = False
         self._grad_fn = None
         self._base = None
+        self._output_nr = 0
         return self
 
     @staticmethod
@@ -137,6 +132,7 @@ class Tensor:
         self._storage = source._storage
         self._requires_grad = False
         self._grad_fn = None
+        self._output_nr = 0
         self._base = source if source._base is None else source._base
         self._view_version = source._storage.version
         return self
@@ -151,6 +147,7 @@ class Tensor:
         out._requires_grad = bool(requires_grad)
         out._grad_fn = None
         out._base = None
+        out._output_nr = 0
         return out
 
     @classmethod
@@ -284,6 +281,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value and self._grad_fn is None and self._dtype.category < 2:  # torch words the setter's error apart
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -295,7 +294,7 @@ class Tensor:
                 )
             return self
         if requires_grad and self._dtype.category < 2:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -319,7 +318,9 @@ class Tensor:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
                 "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
-                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                "by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
+                "for more information.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -390,7 +391,12 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+                "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+                "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
@@ -453,6 +459,10 @@ class Tensor:
                 raise RuntimeError(
                     "a view of a leaf Variable that requires grad is being used in an in-place operation."
                 )
+            if base is not None and "_multi_view" in self.__dict__:  # set by views.split / views.unbind
+                from ._ops.views import multi_view_error
+
+                raise multi_view_error(self)
 
     def _inplace_from(self, result: Tensor, allow_cast: bool = False) -> Tensor:
         """Write `result` into this tensor's memory and make it take over result's place in the graph.
@@ -474,6 +484,8 @@ class Tensor:
                 f"result type {SCALAR_NAMES[result._dtype.name]} can't be cast to the desired output type "
                 f"{SCALAR_NAMES[self._dtype.name]}"
             )
+        if result._grad_fn is not None:
+            node_module.keep_original_input(result._grad_fn, self)
         if not isinstance(self._data, MetaArray):
             write_array(self._data, result._data)
         self._storage.version += 1
@@ -516,27 +528,35 @@ class Tensor:
         return array if dtype is None else array.astype(dtype)
 
     def _check_data(self, what: str) -> None:
-        if isinstance(self._data, MetaArray):
-            raise NotImplementedError(f"Cannot call {what}() on a tensor on the meta device: it has no data")
         if self._device.type != "cpu" and what in ("numpy", "__array__"):
             raise TypeError(
                 f"can't convert {self._device.type} device type tensor to numpy. Use Tensor.cpu() to copy the "
                 "tensor to host memory first."
             )
+        if isinstance(self._data, MetaArray):
+            if what == "item":
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            amount = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
         return bool(self.item())
 
+    def _one_element(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._one_element())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._one_element())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._one_element())
 
     def __index__(self) -> int:
         if self._dtype.category != 1 or self._data.size != 1:

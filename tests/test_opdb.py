@@ -184,7 +184,7 @@ def test_meta(op):
         except Exception:
             continue
         ember_args = _to_meta(_build(ember, sample))
-        sample_kwargs = {k: _to_meta(v) for k, v in sample.kwargs.items()}
+        sample_kwargs = {k: _to_meta(build_value(ember, v)) for k, v in sample.kwargs.items()}
         kwargs_sample = type(sample)(sample.args, sample_kwargs, sample.name)
         actual = op.run(ember, kwargs_sample, ember_args)
         actual_list = actual if isinstance(actual, (tuple, list)) else [actual]

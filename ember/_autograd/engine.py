@@ -14,12 +14,15 @@ import heapq
 from .grad_mode import state
 from .node import AccumulateGrad, Node
 
+# Callbacks queued during a backward pass, run once it has finished (torch's queue_callback).
+after_backward: list = []
+
 
 def _graph(roots: list[Node], needed: set | None):
     """Dependency count of every node reachable from roots (only through `needed` nodes if given)."""
     dependencies: dict = {}
     seen = set(roots)
-    stack = list(roots)
+    stack = list(seen)  # two outputs of one node given as roots: count its edges once
     while stack:
         node = stack.pop()
         for child, _ in node.next_functions:
@@ -120,6 +123,8 @@ def run_backward(
             _deliver(node, outputs, buffers, dependencies, ready, needed)
     finally:
         state.enabled = previous_mode
+        while after_backward:
+            after_backward.pop(0)()
     return captured
 
 
@@ -188,12 +193,14 @@ def _deliver(node: Node, outputs, buffers: dict, dependencies: dict, ready: list
 
 
 def _report_anomaly(node: Node) -> None:
-    import sys
+    """torch warns (UserWarning) with the forward traceback of the node whose backward failed."""
+    import warnings
 
-    print(
+    warnings.warn(
         f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
         + "".join(node._trace),
-        file=sys.stderr,
+        UserWarning,
+        stacklevel=4,
     )
 
 

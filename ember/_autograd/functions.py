@@ -35,8 +35,8 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
                 grad = output.new_full(output.shape, grad)
             if tuple(grad.shape) != tuple(output.shape):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and output[{index}] has a "
-                    f"shape of {output.shape}."
+                    f"Mismatch in shape: grad_output[{index}] has a shape of torch.Size({list(grad.shape)}) and "
+                    f"output[{index}] has a shape of torch.Size({list(output.shape)})."
                 )
             if grad._dtype.is_complex != output._dtype.is_complex:
                 raise RuntimeError(
@@ -70,6 +70,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph = create_graph
     grads = _root_gradients(outputs, grad_outputs, create_graph)
     roots = _roots(outputs)
+    if create_graph:
+        import warnings
+
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+            "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to "
+            "avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters "
+            "to None after use to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=3,
+        )
     accumulate_into = None
     if inputs is not None:
         inputs = _as_tuple(inputs)
@@ -99,7 +110,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
          allow_unused=None, is_grads_batched: bool = False, materialize_grads: bool = False):
     """Return d(outputs)/d(inputs) without touching .grad."""
     outputs = _as_tuple(outputs)
-    single = not isinstance(inputs, (tuple, list))
     inputs = _as_tuple(inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
@@ -124,7 +134,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                 value = tensor.new_zeros(tensor.shape)
             elif not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                    f"The differentiated Tensor at index {index} appears to not have been used in the graph. Set "
                     "allow_unused=True if this is the desired behavior."
                 )
         elif not create_graph:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import inspect
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled"]
 
 
 class _State:
@@ -18,6 +19,8 @@ class _State:
     inference = False
     anomaly = False
     anomaly_check_nan = True
+    saved_hooks = ()  # stack of (pack_hook, unpack_hook) from autograd.graph.saved_tensors_hooks
+    saved_hooks_disabled = None  # error message while disable_saved_tensors_hooks is active
 
 
 state = _State()

@@ -52,6 +52,8 @@ def _analytical_jacobians(fn, inputs, targets, outputs_count):
     outputs = _differentiable(_as_tuple(fn(*inputs)))
     jacobians = {}
     for j, output in enumerate(outputs):
+        if not output.requires_grad:  # a constant output (e.g. a zero gradient): its Jacobian is zero
+            continue
         for m in range(output.numel()):
             cotangent = output.new_zeros(output.shape).reshape(-1)
             cotangent[m] = 1.0

@@ -11,6 +11,8 @@ Leaves that require grad end in an `AccumulateGrad` node.
 from __future__ import annotations
 
 import itertools
+import os
+import re
 import traceback
 
 from .grad_mode import state
@@ -28,11 +30,15 @@ FREED_MESSAGE = (
 )
 
 
+# Nodes that torch defines in C++ outside the generated ones report a qualified name() (their type name is plain).
+_QUALIFIED_NAMES = {name: "torch::autograd::" + name for name in ("AccumulateGrad", "CopySlices", "Error")}
+
+
 class Node:
     """A function of the backward graph: takes output gradients, returns input gradients per edge."""
 
     __slots__ = ("next_functions", "_sequence_nr", "_tensor_hooks", "_pre_hooks", "_post_hooks", "_retain_hooks",
-                 "_trace", "metadata", "__weakref__")
+                 "_trace", "_metadata", "__weakref__")
 
     def __init__(self) -> None:
         self.next_functions = ()
@@ -41,11 +47,19 @@ class Node:
         self._retain_hooks = None  # {output_nr: hook} from retain_grad, run after the others
         self._pre_hooks = None
         self._post_hooks = None
-        self._trace = traceback.format_stack()[:-3] if state.anomaly else None
-        self.metadata = {}
+        self._trace = forward_trace() if state.anomaly else None
+        self._metadata = None
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for user annotations (torch's Node.metadata), created on first use."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
-        return type(self).__name__
+        name = type(self).__name__
+        return _QUALIFIED_NAMES.get(name, name)
 
     def apply(self, grads: list) -> list:
         raise NotImplementedError
@@ -108,14 +122,26 @@ class AccumulateGrad(Node):
         variable = self.variable
         if grad is None:
             return []
+        current = variable._grad
         if state.enabled:  # create_graph: keep the graph of the gradient itself
-            variable.grad = grad if variable.grad is None else variable.grad + grad
-        elif variable.grad is None:
-            variable.grad = grad.detach()
-        elif variable.grad.requires_grad:
-            variable.grad = variable.grad + grad.detach()
+            variable.grad = grad if current is None else current + grad
+        elif current is None:
+            # Keep the gradient's array only if nothing else can see it: a view or broadcast (read-only) array,
+            # or the variable's own memory, is copied (torch steals only an unshared, contiguous gradient).
+            data = grad._data
+            flags = getattr(data, "flags", None)
+            shared = getattr(data, "base", None) is not None or (flags is not None and not flags.writeable)
+            if shared or grad._storage is variable._storage:
+                grad = grad.clone()
+            variable._grad = grad.detach()
+        elif current._requires_grad:
+            variable.grad = current + grad.detach()
+        elif (current._dtype is grad._dtype and current._data.shape == grad._data.shape
+              and getattr(current._data, "flags", None) is not None and current._data.flags.writeable):
+            current._data += grad._data  # accumulate in place, as torch does, without a dispatch
+            current._storage.version += 1
         else:
-            variable.grad.add_(grad)
+            current.add_(grad)
         hooks = variable._post_accumulate_hooks
         if hooks:
             for hook in list(hooks.values()):
@@ -123,22 +149,87 @@ class AccumulateGrad(Node):
         return []
 
 
-def version_error(tensor, node: Node, saved_version: int, output_nr: int = 0) -> RuntimeError:
+def forward_trace() -> list:
+    """The user's stack at node creation (anomaly mode), without ember's own frames at its end."""
+    frames = traceback.extract_stack()[:-2]
+    while frames and frames[-1].filename.startswith(_PACKAGE_DIR):
+        frames.pop()
+    return traceback.format_list(frames)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def forward_name(node) -> str:
+    """torch names the producer of a modified tensor by its forward op: MulBackward0 -> Mul."""
+    return re.sub(r"Backward\d*$", "", node.name())
+
+
+def version_error(tensor, producer, saved_version: int, output_nr: int = 0) -> RuntimeError:
+    """torch's error for a saved tensor modified in place; `producer` is the node that made it (None: a leaf)."""
     shape = "[" + ", ".join(str(n) for n in tensor.shape) + "]"
-    kind = type(tensor)._type_name(tensor) if hasattr(type(tensor), "_type_name") else "Tensor"
+    kind = tensor.type() if hasattr(tensor, "type") else "Tensor"
+    clause = f", which is output {output_nr} of {forward_name(producer)}," if producer is not None else ""
+    if state.anomaly:
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"[{kind} {shape}], which is output {output_nr} of {node.name()}, is at version {tensor._version}; "
-        f"expected version {saved_version} instead. Hint: enable anomaly detection to find the operation that "
-        "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        f"[{kind} {shape}]{clause} is at version {tensor._version}; expected version {saved_version} instead. "
+        + hint
     )
+
+
+def input_version_error(tensor, saved_version: int) -> RuntimeError:
+    """A saved input was modified: torch names the op that now produces it (its current grad_fn)."""
+    producer = tensor._grad_fn
+    return version_error(tensor, producer, saved_version, tensor._output_nr if producer is not None else 0)
+
+
+class SavedTensor:
+    """A tensor saved through `saved_tensors_hooks`: the packed object, and how to restore the autograd
+    identity of what unpacking returns.  As in torch, no version check is possible through hooks."""
+
+    __slots__ = ("packed", "unpack_hook", "grad_fn", "output_nr", "accumulator", "is_output")
+
+    def __init__(self, tensor, hooks, is_output: bool = False) -> None:
+        pack_hook, self.unpack_hook = hooks
+        self.is_output = is_output
+        self.output_nr = tensor._output_nr
+        self.grad_fn = None if is_output else tensor._grad_fn
+        self.accumulator = tensor._grad_accumulator() if tensor._requires_grad and tensor._grad_fn is None else None
+        self.packed = pack_hook(tensor)
+
+    def unpack(self, node):
+        value = self.unpack_hook(self.packed)
+        if not hasattr(value, "_data"):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                f"{type(value).__name__}"
+            )
+        grad_fn = self.grad_fn
+        if self.is_output:
+            grad_fn = node if value._dtype.category >= 2 else None
+        if grad_fn is None and self.accumulator is None:
+            return value
+        alias = tensor_factory(value._data, value._dtype, value._device, value._storage)
+        alias._requires_grad = True
+        if grad_fn is not None:
+            alias._grad_fn = grad_fn
+            alias._output_nr = self.output_nr
+        else:
+            alias._accumulator = self.accumulator
+        return alias
 
 
 class OpNode(Node):
     """The backward of one op call.  Subclassed per op so that `type(grad_fn).__name__` reads like torch's."""
 
     __slots__ = ("op", "params", "input_meta", "needs_input_grad", "_saved", "_saved_versions", "_result",
-                 "_released", "_output_count")
+                 "_released", "_output_count", "_unpacked")
 
     def __init__(self, op, params, args, results, input_meta, needs_input_grad) -> None:
         Node.__init__(self)
@@ -148,16 +239,24 @@ class OpNode(Node):
         self.needs_input_grad = needs_input_grad
         self._released = False
         self._output_count = len(results)
+        self._unpacked = None  # inputs unpacked through saved-tensor hooks, kept for one backward call
         saves = op.saves
+        hooks = state.saved_hooks[-1] if state.saved_hooks else None
         if saves & 1:
             self._saved = args
             self._saved_versions = tuple(a._storage.version if hasattr(a, "_storage") else None for a in args)
+            if hooks is not None:  # see SavedTensor; versions None marks the packed form
+                self._saved = tuple(SavedTensor(a, hooks) if hasattr(a, "_storage") else a for a in args)
+                self._saved_versions = None
         else:
             self._saved = None
             self._saved_versions = None
         if saves & 2:
             # Save the result's data, not the Tensor: the Tensor points back at this node (a cycle).
             self._result = tuple((r._data, r._storage, r._storage.version, r._dtype, r._device) for r in results)
+            if hooks is not None:
+                self._result = tuple(SavedTensor(_output_alias(self, nr, r), hooks, is_output=True)
+                                     for nr, r in enumerate(results))
         else:
             self._result = None
 
@@ -169,9 +268,13 @@ class OpNode(Node):
             if self._released:
                 raise RuntimeError(FREED_MESSAGE)
             raise RuntimeError(f"{self.name()} did not save its inputs")
+        if self._saved_versions is None:
+            if self._unpacked is None:
+                self._unpacked = tuple(a.unpack(self) if type(a) is SavedTensor else a for a in saved)
+            return self._unpacked
         for value, version in zip(saved, self._saved_versions):
             if version is not None and value._storage.version != version:
-                raise version_error(value, self, version)
+                raise input_version_error(value, version)
         return saved
 
     @property
@@ -181,6 +284,11 @@ class OpNode(Node):
             if self._released:
                 raise RuntimeError(FREED_MESSAGE)
             raise RuntimeError(f"{self.name()} did not save its result")
+        if type(results[0]) is SavedTensor:
+            unpacked = []
+            for saved in results:
+                unpacked.append(saved.unpack(self))
+            return unpacked[0] if len(unpacked) == 1 else tuple(unpacked)
         unpacked = []
         for nr, (data, storage, version, dtype, device) in enumerate(results):
             if storage.version != version:
@@ -205,11 +313,14 @@ class OpNode(Node):
     def apply(self, grads: list) -> list:
         if self._released and self.op.saves:
             raise RuntimeError(FREED_MESSAGE)
-        if self._output_count == 1:
-            out = self.op.backward(self, grads[0])
-        else:
-            grads = [g if g is not None else _zeros_for(self, nr) for nr, g in enumerate(grads)]
-            out = self.op.backward(self, tuple(grads))
+        try:
+            if self._output_count == 1:
+                out = self.op.backward(self, grads[0])
+            else:
+                grads = [g if g is not None else _zeros_for(self, nr) for nr, g in enumerate(grads)]
+                out = self.op.backward(self, tuple(grads))
+        finally:
+            self._unpacked = None
         if type(out) is not tuple and type(out) is not list:
             out = (out,)
         return [
@@ -218,8 +329,42 @@ class OpNode(Node):
         ]
 
 
+def keep_original_input(node, tensor) -> None:
+    """`tensor` is about to be overwritten by the in-place op whose node is `node`: if the node saved it as an
+    input, save a copy of its current values instead, with its autograd identity (torch's original self), so the
+    backward neither reads the new values nor fails the version check."""
+    saved = getattr(node, "_saved", None)
+    if not saved or node._saved_versions is None or not any(a is tensor for a in saved):
+        return
+    data = tensor._data
+    original = tensor_factory(data.copy() if hasattr(data, "copy") else data, tensor._dtype, tensor._device)
+    if tensor._requires_grad:
+        original._requires_grad = True
+        if tensor._grad_fn is not None:
+            original._grad_fn = tensor._grad_fn
+            original._output_nr = tensor._output_nr
+        else:
+            original._accumulator = tensor._grad_accumulator()
+    node._saved = tuple(original if a is tensor else a for a in saved)
+    node._saved_versions = tuple(0 if a is tensor else v for a, v in zip(saved, node._saved_versions))
+
+
+def _output_alias(node: OpNode, output_nr: int, result):
+    """What a pack hook sees for a saved result: the output tensor, grad_fn included, as torch passes it."""
+    alias = tensor_factory(result._data, result._dtype, result._device, result._storage)
+    if result._dtype.category >= 2:
+        alias._grad_fn = node
+        alias._output_nr = output_nr
+        alias._requires_grad = True
+    return alias
+
+
 def _zeros_for(node: OpNode, output_nr: int):
-    data, _storage, _version, dtype, device = node._result[output_nr] if node._result else (None,) * 5
+    saved = node._result[output_nr] if node._result else (None,) * 5
+    if type(saved) is SavedTensor:
+        unpacked = saved.unpack(node)
+        saved = (unpacked._data, None, None, unpacked._dtype, unpacked._device)
+    data, _storage, _version, dtype, device = saved
     if data is None:
         raise RuntimeError(f"{node.name()}: missing gradient for output {output_nr}")
     from .. import _tensor

@@ -3,9 +3,16 @@
 from . import (  # noqa: F401  (imported for their registrations)
     conversion,
     creation,
+    einsum,
     elementwise,
     indexing,
+    linalg,
+    movement,
+    nn_ops,
+    random,
     reduction,
+    scan,
+    sorting,
     views,
 )
 from ._api import FUNCTIONS, METHODS, install

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, compare, promote, promote_float
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, compare, promote, promote_float, result_type_of_args
 from .._tensor import Tensor
 from . import special_math
 from ._api import export, write_out
@@ -45,6 +45,8 @@ def _checked(op):
     impl = op.impl
 
     def checked(xp, *arrays, **params):
+        if int in map(type, arrays):
+            arrays = special_math.wrap_int_scalars(arrays)
         try:
             return impl(xp, *arrays, **params)
         except ValueError as error:
@@ -150,11 +152,32 @@ def _sinc_grad(x):
 # Ops that keep integral dtypes (torch's "promote" rule) rather than going to float.
 _unary("neg", lambda xp, a: xp.negative(a), lambda ctx, g: -g, rule=promote, saves=0, aliases=("negative",),
        check=_no_bool_neg)
-_unary("square", lambda xp, a: a * a, lambda ctx, g: 2 * g * _conj(_input(ctx)), rule=promote)
-_unary("abs", lambda xp, a: xp.abs(a), lambda ctx, g: g * _input(ctx).sgn(), rule=promote,
+def _square_rule(args, params):
+    """square is pow(x, 2): bool squares to int64 (torch promotes bool with the int exponent)."""
+    dtype = args[0]._dtype
+    return (dt.int64, dt.int64) if dtype is dt.bool_ else (dtype, dtype)
+
+
+def _abs_rule(args, params):
+    """abs of a complex tensor is its real magnitude; bool is rejected like torch's abs kernel."""
+    dtype = args[0]._dtype
+    if dtype is dt.bool_:
+        raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
+    return dtype, dtype.to_real()
+
+
+def _sign_rule(args, params):
+    dtype = args[0]._dtype
+    if dtype.is_complex:
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                           "torch.sgn instead.")
+    return dtype, dtype
+
+
+_unary("square", lambda xp, a: a * a, lambda ctx, g: 2 * g * _conj(_input(ctx)), rule=_square_rule)
+_unary("abs", lambda xp, a: xp.abs(a), lambda ctx, g: g * _input(ctx).sgn(), rule=_abs_rule,
        aliases=("absolute",))
-_unary("sign", lambda xp, a: xp.sign(a) if a.dtype != np.bool_ else a.copy(), lambda ctx, g: _zeros_like(g), rule=promote,
-       saves=0)
+_unary("sign", special_math.sign_real, lambda ctx, g: _zeros_like(g), rule=_sign_rule, saves=0)
 _unary("sgn", lambda xp, a: special_math.sgn(xp, a), lambda ctx, g: special_math.sgn_backward(ctx, g),
        rule=promote, saves=BOTH)
 _unary("floor", lambda xp, a: xp.floor(a) if a.dtype.kind in "fc" else a.copy(), lambda ctx, g: _zeros_like(g),
@@ -164,7 +187,16 @@ _unary("ceil", lambda xp, a: xp.ceil(a) if a.dtype.kind in "fc" else a.copy(), l
 _unary("trunc", lambda xp, a: xp.trunc(a) if a.dtype.kind in "fc" else a.copy(), lambda ctx, g: _zeros_like(g),
        rule=promote, saves=0, aliases=("fix",))
 _unary("frac", lambda xp, a: a - xp.trunc(a), lambda ctx, g: g, rule=promote, saves=0)
-_unary("positive", lambda xp, a: a.copy(), lambda ctx, g: g, rule=promote, saves=0)
+
+
+@export
+def positive(input: Tensor) -> Tensor:
+    """The input itself (torch.positive returns its argument); bool is rejected as in torch."""
+    if input._dtype is dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 _unary("conj_physical", lambda xp, a: xp.conj(a), lambda ctx, g: _conj(g), rule=promote, saves=0)
 
 
@@ -191,13 +223,7 @@ export(resolve_conj)
 export(resolve_neg)
 
 
-def _round_impl(xp, a, decimals=0):
-    if a.dtype.kind not in "fc":
-        return a.copy()
-    return xp.round(a, decimals)
-
-
-_ROUND = pointwise("round", _round_impl, lambda ctx, g: _zeros_like(g), rule=promote, saves=0)
+_ROUND = pointwise("round", special_math.round_half_even, lambda ctx, g: _zeros_like(g), rule=promote, saves=0)
 
 
 @export(inplace=True)
@@ -219,11 +245,11 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
 # ---------------------------------------------------------------- binary arithmetic
 
 def _add_impl(xp, a, b, alpha=1):
-    return a + b if alpha == 1 else a + alpha * b
+    return a + b if alpha == 1 else a + special_math.scalar_like(alpha, b) * b
 
 
 def _sub_impl(xp, a, b, alpha=1):
-    return a - b if alpha == 1 else a - alpha * b
+    return a - b if alpha == 1 else a - special_math.scalar_like(alpha, b) * b
 
 
 def _alpha(ctx):
@@ -270,10 +296,16 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 @export(inplace=True, aliases=("subtract",))
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """input - alpha * other."""
-    if _dtype_of(input) is dt.bool_ and _dtype_of(other) is dt.bool_:
+    bools = (_dtype_of(input) is dt.bool_) + (_dtype_of(other) is dt.bool_)
+    if bools == 2:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
             "`logical_xor()` operator instead."
+        )
+    if bools:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+            "mask, use the `~` or `logical_not()` operator instead."
         )
     if alpha != 1:
         _check_alpha(input, other, alpha)
@@ -293,35 +325,26 @@ def mul(input, other, *, out=None) -> Tensor:
     return _finish(call(_MUL, (input, other)), out)
 
 
-_DIV_TRUNC = pointwise("div", lambda xp, a, b: _int_div(xp, a, b, "trunc"), lambda ctx, g: (_zeros_like(g), _zeros_like(g)),
-                       saves=0)
-_DIV_FLOOR = pointwise("div", lambda xp, a, b: _int_div(xp, a, b, "floor"), lambda ctx, g: (_zeros_like(g), _zeros_like(g)),
-                       saves=0)
+def _zero_grads(ctx, g):
+    return _zeros_like(g), _zeros_like(g)
 
 
-def _int_div(xp, a, b, mode):
-    integral = np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub"
-    if integral:
-        if np.any(np.asarray(b) == 0):
-            raise RuntimeError("ZeroDivisionError")
-        if mode == "floor":
-            return xp.floor_divide(a, b)
-        quotient = xp.floor_divide(a, b)
-        fix = (quotient < 0) & (quotient * b != a)
-        return quotient + fix
-    quotient = a / b
-    return xp.trunc(quotient) if mode == "trunc" else _python_floor_div(xp, a, b, quotient)
+def _real_promote(kernel):
+    """promote, but torch's kernel has no bool or complex version (NotImplementedError naming it)."""
+
+    def rule(args, params):
+        compute, result = promote(args, params)
+        if compute is dt.bool_ or compute.is_complex:
+            raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'{_scalar_name(compute)}\'')
+        return compute, result
+
+    return rule
 
 
-def _python_floor_div(xp, a, b, quotient):
-    # torch's div_floor: floor of the true quotient, corrected like Python's divmod for exact results.
-    mod = xp.fmod(a, b)
-    div = (a - mod) / b
-    adjust = (mod != 0) & ((b < 0) != (mod < 0))
-    div = xp.where(adjust, div - 1, div)
-    floor = xp.floor(div)
-    floor = xp.where(div - floor > 0.5, floor + 1, floor)
-    return xp.where(b == 0, quotient, xp.where(div != 0, floor, xp.copysign(xp.zeros_like(div), quotient)))
+_DIV_TRUNC = pointwise("div", lambda xp, a, b: special_math.int_div(xp, a, b, "trunc"), _zero_grads, saves=0,
+                       rule=_real_promote("div_trunc"))
+_DIV_FLOOR = pointwise("div", lambda xp, a, b: special_math.int_div(xp, a, b, "floor"), _zero_grads, saves=0,
+                       rule=_real_promote("div_floor"))
 
 
 @export(inplace=True, aliases=("divide",))
@@ -343,29 +366,34 @@ def true_divide(input, other, *, out=None) -> Tensor:
     return div(input, other, out=out)
 
 
+def _no_derivative(name):
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+
+    return backward
+
+
+_FLOOR_DIVIDE = pointwise("floor_divide", lambda xp, a, b: special_math.int_div(xp, a, b, "floor"),
+                          _no_derivative("floor_divide"), saves=0, rule=_real_promote("div_floor"))
+
+
 @export(inplace=True)
 def floor_divide(input, other, *, out=None) -> Tensor:
-    """Floor of input / other (torch.floor_divide)."""
-    return div(input, other, rounding_mode="floor", out=out)
+    """Floor of input / other (torch.floor_divide); like torch, it has no derivative."""
+    return _finish(call(_FLOOR_DIVIDE, (input, other)), out)
 
 
-def _remainder_impl(xp, a, b):
-    if np.asarray(a).dtype.kind in "iu" and np.any(np.asarray(b) == 0):
-        raise RuntimeError("ZeroDivisionError")
-    result = xp.mod(a, b)
-    return result
+def _remainder_backward(ctx, g):
+    a, b = ctx.inputs
+    if not isinstance(a, Tensor):  # torch has no derivative for remainder(Scalar, Tensor)
+        raise RuntimeError("derivative for aten::remainder is not implemented")
+    return g, -g * a.div(b, rounding_mode="floor")
 
 
-def _fmod_impl(xp, a, b):
-    if np.asarray(a).dtype.kind in "iu" and np.any(np.asarray(b) == 0):
-        raise RuntimeError("ZeroDivisionError")
-    return xp.fmod(a, b)
-
-
-_REMAINDER = pointwise("remainder", _remainder_impl,
-                       lambda ctx, g: (g, -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="floor")))
-_FMOD = pointwise("fmod", _fmod_impl,
-                  lambda ctx, g: (g, -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")))
+_REMAINDER = pointwise("remainder", special_math.remainder, _remainder_backward, rule=_real_promote("remainder"))
+_FMOD = pointwise("fmod", special_math.fmod,
+                  lambda ctx, g: (g, -g * ctx.inputs[0].div(ctx.inputs[1], rounding_mode="trunc")),
+                  rule=_real_promote("fmod"))
 
 
 @export(inplace=True)
@@ -380,10 +408,11 @@ def fmod(input, other, *, out=None) -> Tensor:
     return _finish(call(_FMOD, (input, other)), out)
 
 
-def _pow_impl(xp, a, b):
-    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub" and np.any(np.asarray(b) < 0):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return xp.power(a, b)
+def _pow_rule(args, params):
+    compute, result = promote(args, params)
+    if compute is dt.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    return compute, result
 
 
 def _pow_backward(ctx, g):
@@ -406,16 +435,22 @@ def _pow_backward(ctx, g):
     return grad_base, grad_exponent
 
 
-_POW = pointwise("pow", _pow_impl, _pow_backward, saves=BOTH)
+_POW = pointwise("pow", special_math.power, _pow_backward, saves=BOTH, rule=_pow_rule)
 
 
 @export(inplace=True)
 def pow(input, exponent, *, out=None) -> Tensor:
     """input ** exponent; either may be a Python scalar."""
+    if type(exponent) is int and exponent < 0 and isinstance(input, Tensor) and input._dtype.category < 2:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if type(exponent) is bool and isinstance(input, Tensor) and input._dtype is dt.bool_:
+        # torch's pow short-cuts exponents 1 and 0 (a copy, or ones) before its kernel, which has no bool
+        result = input.clone() if exponent else input.new_ones(input.shape)
+        return _finish(result, out)
     return _finish(call(_POW, (input, exponent)), out)
 
 
-@export(inplace=True)
+@export
 def float_power(input, exponent, *, out=None) -> Tensor:
     """pow computed in double precision (complex128 for complex operands)."""
     complex_ = any(_dtype_of(x).is_complex for x in (input, exponent))
@@ -425,6 +460,20 @@ def float_power(input, exponent, *, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         input = Tensor._make(np.asarray(input, target.np_dtype), target, exponent._device)
     return pow(input, exponent, out=out)
+
+
+def _float_power_inplace(self, exponent) -> Tensor:
+    """Tensor.float_power_: the base must already be double (complex double), as torch requires."""
+    complex_ = any(_dtype_of(x).is_complex for x in (self, exponent))
+    target = dt.complex128 if complex_ else dt.float64
+    if self._dtype is not target:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_scalar_name(self._dtype)} but the "
+                           f"operation's result requires dtype {_scalar_name(target)}")
+    self._check_inplace()
+    return self._inplace_from(float_power(self, exponent))
+
+
+export(_float_power_inplace, name="float_power_", function=False)
 
 
 # ---------------------------------------------------------------- binary math
@@ -461,7 +510,7 @@ _COPYSIGN = pointwise("copysign", lambda xp, a, b: xp.copysign(a, b), lambda ctx
                       rule=promote_float, saves=BOTH)
 _XLOGY = pointwise("xlogy", lambda xp, a, b: special_math.xlogy(xp, a, b), lambda ctx, g: _xlogy_backward(ctx, g),
                    rule=promote_float)
-_LOGADDEXP = pointwise("logaddexp", lambda xp, a, b: xp.logaddexp(a, b),
+_LOGADDEXP = pointwise("logaddexp", special_math.logaddexp,
                        lambda ctx, g: (g * (ctx.inputs[0] - ctx.result).exp(), g * (ctx.inputs[1] - ctx.result).exp()),
                        rule=promote_float, saves=BOTH)
 _LOGADDEXP2 = pointwise("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
@@ -479,7 +528,7 @@ def _atan2_backward(ctx, g):
 def _copysign_backward(ctx, g):
     a, _ = ctx.inputs
     ratio = (ctx.result / a).masked_fill(a == 0, 0.0)
-    return g * ratio, None
+    return g * ratio, _zeros_like(g)
 
 
 def _xlogy_backward(ctx, g):
@@ -492,8 +541,18 @@ def _xlogy_backward(ctx, g):
     return grad_a, grad_b
 
 
-def _binary(name, op, aliases=(), inplace=True):
+def _require_tensors(name, input, other, other_too=True):
+    """torch's argument parser: these ops take no Python numbers (TypeError naming the argument)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if other_too and not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+
+
+def _binary(name, op, aliases=(), inplace=True, tensors_only=False, tensor_input=False):
     def fn(input, other, *, out=None):
+        if tensors_only or tensor_input:
+            _require_tensors(name, input, other, tensors_only)
         return _finish(call(op, (input, other)), out)
 
     fn.__name__ = fn.__qualname__ = name
@@ -502,24 +561,24 @@ def _binary(name, op, aliases=(), inplace=True):
     return fn
 
 
-maximum = _binary("maximum", _MAXIMUM)
-minimum = _binary("minimum", _MINIMUM)
-fmax = _binary("fmax", _FMAX)
-fmin = _binary("fmin", _FMIN)
-hypot = _binary("hypot", _HYPOT)
-atan2 = _binary("atan2", _ATAN2, aliases=("arctan2",))
-copysign = _binary("copysign", _COPYSIGN)
+maximum = _binary("maximum", _MAXIMUM, tensors_only=True)
+minimum = _binary("minimum", _MINIMUM, tensors_only=True)
+fmax = _binary("fmax", _FMAX, tensors_only=True)
+fmin = _binary("fmin", _FMIN, tensors_only=True)
+hypot = _binary("hypot", _HYPOT, tensors_only=True)
+atan2 = _binary("atan2", _ATAN2, aliases=("arctan2",), tensors_only=True)
+copysign = _binary("copysign", _COPYSIGN, tensor_input=True)
 xlogy = _binary("xlogy", _XLOGY)
-logaddexp = _binary("logaddexp", _LOGADDEXP, inplace=False)
-logaddexp2 = _binary("logaddexp2", _LOGADDEXP2, inplace=False)
+logaddexp = _binary("logaddexp", _LOGADDEXP, inplace=False, tensors_only=True)
+logaddexp2 = _binary("logaddexp2", _LOGADDEXP2, inplace=False, tensors_only=True)
 
 
 # ---------------------------------------------------------------- comparisons, logical, bitwise
 
 
-def _comparison(name, impl, aliases=()):
+def _comparison(name, impl, aliases=(), tensors_only=False):
     op = pointwise(name, impl, None, rule=compare, saves=0)
-    return _binary(name, op, aliases=aliases)
+    return _binary(name, op, aliases=aliases, tensors_only=tensors_only, tensor_input=True)
 
 
 eq = _comparison("eq", lambda xp, a, b: a == b)
@@ -528,9 +587,9 @@ lt = _comparison("lt", lambda xp, a, b: a < b, aliases=("less",))
 le = _comparison("le", lambda xp, a, b: a <= b, aliases=("less_equal",))
 gt = _comparison("gt", lambda xp, a, b: a > b, aliases=("greater",))
 ge = _comparison("ge", lambda xp, a, b: a >= b, aliases=("greater_equal",))
-logical_and = _comparison("logical_and", lambda xp, a, b: xp.logical_and(a, b))
-logical_or = _comparison("logical_or", lambda xp, a, b: xp.logical_or(a, b))
-logical_xor = _comparison("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
+logical_and = _comparison("logical_and", lambda xp, a, b: xp.logical_and(a, b), tensors_only=True)
+logical_or = _comparison("logical_or", lambda xp, a, b: xp.logical_or(a, b), tensors_only=True)
+logical_xor = _comparison("logical_xor", lambda xp, a, b: xp.logical_xor(a, b), tensors_only=True)
 
 _LOGICAL_NOT = pointwise("logical_not", lambda xp, a: xp.logical_not(a), None, rule=compare, saves=0)
 
@@ -544,7 +603,7 @@ def _integral_only(name):
     def rule(args, params):
         compute, _ = promote(args, params)
         if compute.category > 1:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_scalar_name(compute)}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_scalar_name(compute)}\'')
         return compute, compute
 
     return rule
@@ -575,11 +634,20 @@ def bitwise_not(input, *, out=None) -> Tensor:
     return _finish(call(_BITWISE_NOT, (input,)), out)
 
 
-def _predicate(name, impl):
+def _predicate(name, impl, complex_error=None):
+    """A dtype -> bool test; `complex_error` (type, message) for those torch rejects complex input to,
+    and these also take out= as torch's do."""
     op = pointwise(name, impl, None, rule=lambda args, params: (None, dt.bool_), saves=0, upcast_half=False)
 
-    def fn(input):
+    def plain(input):
         return call(op, (input,))
+
+    def with_out(input, *, out=None):
+        if input._dtype.is_complex:
+            raise complex_error[0](complex_error[1])
+        return _finish(call(op, (input,)), out)
+
+    fn = plain if complex_error is None else with_out
 
     fn.__name__ = fn.__qualname__ = name
     export(fn)
@@ -593,19 +661,16 @@ def _float_or(impl, otherwise):
 isnan = _predicate("isnan", _float_or(lambda xp, a: xp.isnan(a), lambda xp, a: xp.zeros(a.shape, bool)))
 isinf = _predicate("isinf", _float_or(lambda xp, a: xp.isinf(a), lambda xp, a: xp.zeros(a.shape, bool)))
 isfinite = _predicate("isfinite", _float_or(lambda xp, a: xp.isfinite(a), lambda xp, a: xp.ones(a.shape, bool)))
-isposinf = _predicate("isposinf", _float_or(lambda xp, a: xp.isposinf(a), lambda xp, a: xp.zeros(a.shape, bool)))
-isneginf = _predicate("isneginf", _float_or(lambda xp, a: xp.isneginf(a), lambda xp, a: xp.zeros(a.shape, bool)))
-signbit = _predicate("signbit", _float_or(lambda xp, a: xp.signbit(a), lambda xp, a: a < 0))
+isposinf = _predicate("isposinf", _float_or(lambda xp, a: xp.isposinf(a), lambda xp, a: xp.zeros(a.shape, bool)),
+                      (RuntimeError, "isposinf does not support complex inputs."))
+isneginf = _predicate("isneginf", _float_or(lambda xp, a: xp.isneginf(a), lambda xp, a: xp.zeros(a.shape, bool)),
+                      (RuntimeError, "isneginf does not support complex inputs."))
+signbit = _predicate("signbit", _float_or(lambda xp, a: xp.signbit(a), lambda xp, a: a < 0),
+                     (NotImplementedError, "signbit is not implemented for complex tensors."))
 isreal = _predicate("isreal", lambda xp, a: xp.imag(a) == 0 if a.dtype.kind == "c" else xp.ones(a.shape, bool))
 
 
-def _nan_to_num_impl(xp, a, nan=0.0, posinf=None, neginf=None):
-    if a.dtype.kind not in "fc":
-        return a.copy()
-    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
-
-
-_NAN_TO_NUM = pointwise("nan_to_num", _nan_to_num_impl, lambda ctx, g: g * ctx.inputs[0].isfinite(),
+_NAN_TO_NUM = pointwise("nan_to_num", special_math.nan_to_num, lambda ctx, g: g * ctx.inputs[0].isfinite(),
                         rule=promote)
 
 
@@ -636,7 +701,13 @@ def _where_backward(ctx, g):
     return None, where(condition, g, 0.0), where(condition, 0.0, g)
 
 
-_WHERE = _checked(OpDef("where", lambda xp, c, a, b: _where_impl(xp, c.astype(bool, copy=False) if hasattr(c, "astype") else c, a, b),
+def _where_cast_impl(xp, condition, a, b):
+    if hasattr(condition, "astype"):
+        condition = condition.astype(bool, copy=False)
+    return _where_impl(xp, condition, a, b)
+
+
+_WHERE = _checked(OpDef("where", _where_cast_impl,
                         _where_backward, dtype_rule=_where_rule, meta=broadcast_meta, saves=SAVE_INPUTS,
                         upcast_half=False))
 
@@ -658,6 +729,18 @@ def _where_method(self, condition, other):
 
 export(_where_method, name="where", function=False)
 
+C_TYPE_NAMES = {
+    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+}
+
+
+def _c_type_name(dtype: dt.dtype) -> str:
+    """The C++ type name torch's messages print for a dtype (float, long int, c10::Half ...)."""
+    return C_TYPE_NAMES[dtype.name]
+
+
 _LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g))
 
 
@@ -668,7 +751,13 @@ def _lerp_backward(ctx, g):
 
 @export(inplace=True)
 def lerp(input, end, weight, *, out=None) -> Tensor:
-    """input + weight * (end - input)."""
+    """input + weight * (end - input); end (and a tensor weight with dims) must share input's dtype, as in torch."""
+    if end._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `end` but got dtype "
+                           f"{_c_type_name(end._dtype)}")
+    if isinstance(weight, Tensor) and weight._data.ndim and weight._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `weight` but got dtype "
+                           f"{_c_type_name(weight._dtype)}")
     return _finish(call(_LERP, (input, end, weight)), out)
 
 
@@ -684,7 +773,8 @@ def _addcdiv_backward(ctx, g):
     return g, g * _conj(value / t2), -g * _conj(value * t1 / t2.square())
 
 
-_ADDCMUL = pointwise("addcmul", lambda xp, a, t1, t2, value=1: a + value * t1 * t2, _addcmul_backward)
+_ADDCMUL = pointwise("addcmul", lambda xp, a, t1, t2, value=1: a + special_math.scalar_like(value, t1) * t1 * t2,
+                     _addcmul_backward)
 _ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward)
 
 
@@ -708,14 +798,6 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
     return _finish(call(_ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
 
 
-def _clamp_impl(xp, a, low, high):
-    if low is not None:
-        a = xp.maximum(a, low)
-    if high is not None:
-        a = xp.minimum(a, high)
-    return a
-
-
 def _clamp_backward(ctx, g):
     a, low, high = ctx.inputs
     inside = None
@@ -732,7 +814,7 @@ def _clamp_backward(ctx, g):
     return where(inside, g, 0.0), grad_low, grad_high
 
 
-_CLAMP = pointwise("clamp", _clamp_impl, _clamp_backward, grad_name=None)
+_CLAMP = pointwise("clamp", special_math.clamp, _clamp_backward, grad_name=None)
 
 
 @export(inplace=True, aliases=("clip",))
@@ -740,7 +822,25 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
     """Clamp into [min, max]; bounds may be scalars or tensors; nan propagates."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if input._dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and max is not None:
+        raise TypeError(f"clamp() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(min).__name__}, {type(max).__name__}): min and max must both be Tensors or Numbers")
+    if result_type_of_args((input, min, max)) is dt.bool_:
+        _check_bool_clamp(min, max)
     return _finish(call(_CLAMP, (input, min, max)), out)
+
+
+def _check_bool_clamp(min, max) -> None:
+    """torch's clamp kernels reject bool except clamp_min/clamp_max with one tensor bound."""
+    if isinstance(min, Tensor) and isinstance(max, Tensor):
+        raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return
+    kernel = "clamp_scalar" if min is not None and max is not None else "clamp_min_scalar" if max is None \
+        else "clamp_max_scalar"
+    raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
 
 
 @export(inplace=True)
@@ -754,8 +854,16 @@ def clamp_max(input, max, *, out=None) -> Tensor:
 
 
 _HEAVISIDE = pointwise("heaviside", lambda xp, a, v: xp.where(a == 0, v, (a > 0).astype(a.dtype)), None)
-heaviside = _binary("heaviside", _HEAVISIDE)
+
+
+@export(inplace=True)
+def heaviside(input, values, *, out=None) -> Tensor:
+    """0 where input < 0, values where input == 0, 1 where input > 0 (both must share a dtype, as in torch)."""
+    _require_tensors("heaviside", input, values)
+    if input._dtype is not values._dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return _finish(call(_HEAVISIDE, (input, values)), out)
 _GCD = pointwise("gcd", lambda xp, a, b: xp.gcd(a, b), None, rule=_integral_only("gcd"))
 _LCM = pointwise("lcm", lambda xp, a, b: xp.lcm(a, b), None, rule=_integral_only("lcm"))
-gcd = _binary("gcd", _GCD)
-lcm = _binary("lcm", _LCM)
+gcd = _binary("gcd", _GCD, tensors_only=True)
+lcm = _binary("lcm", _LCM, tensors_only=True)

@@ -15,105 +15,22 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
+from .._backends import MetaArray
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
-from .._tensor import Tensor, wrap_dim
+from .._tensor import SCALAR_NAMES, Tensor, wrap_dim, write_array
 from ._api import export, write_out
+from ._index_keys import (
+    IndexKey,
+    _index_array,
+    _select,
+    _specified_dims,
+    _zero_dim_key_error,
+    advanced_key,
+    apply_key,
+    normalize_key,
+    scalar_array,
+)
 from .views import selecting_view
-
-# ---------------------------------------------------------------- keys
-
-
-def _component(item, size_of_dim):
-    """One index component as NumPy wants it; advanced components become int64/bool arrays."""
-    if isinstance(item, Tensor):
-        if item._dtype is dt.bool_ or item._dtype is dt.uint8:
-            return np.asarray(item._data, bool), True
-        if item._dtype.category != 1:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return np.asarray(item._data, np.int64), True
-    if isinstance(item, (list, tuple)):
-        array = np.array([i.item() if isinstance(i, Tensor) else i for i in item])
-        if array.dtype == np.bool_:
-            return array, True
-        if array.size == 0:
-            array = array.astype(np.int64)
-        if array.dtype.kind not in "iu":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return array.astype(np.int64), True
-    if isinstance(item, np.ndarray):
-        return item, True
-    if isinstance(item, slice):
-        step = item.step
-        if step is not None and _int(step) <= 0:
-            raise ValueError("step must be greater than zero")
-        return slice(_int_or_none(item.start), _int_or_none(item.stop), _int_or_none(step)), False
-    if item is None or item is Ellipsis:
-        return item, False
-    if isinstance(item, (bool, np.bool_)):
-        return np.array(item), True
-    if isinstance(item, numbers.Integral):
-        return int(item), False
-    raise IndexError(
-        "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got "
-        f"{type(item).__name__})"
-    )
-
-
-def _int(value):
-    return int(value.item()) if isinstance(value, Tensor) else int(value)
-
-
-def _int_or_none(value):
-    return None if value is None else _int(value)
-
-
-def normalize_key(tensor: Tensor, key) -> tuple:
-    """(key tuple, advanced?) with ints bounds-checked against torch's message."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    parts, advanced = [], False
-    for item in key:
-        part, is_advanced = _component(item, None)
-        parts.append(part)
-        advanced = advanced or is_advanced
-    _check_bounds(tensor.shape, parts)
-    return tuple(parts), advanced
-
-
-def _check_bounds(shape, parts) -> None:
-    consumed = [p for p in parts if p is not None and p is not Ellipsis]
-    dims_used = sum(p.ndim if isinstance(p, np.ndarray) and p.dtype == np.bool_ else 1 for p in consumed)
-    if dims_used > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    dim = 0
-    for index, part in enumerate(parts):
-        if part is Ellipsis:
-            remaining = [p for p in parts[index + 1:] if p is not None and p is not Ellipsis]
-            dim = len(shape) - sum(p.ndim if isinstance(p, np.ndarray) and p.dtype == np.bool_ else 1
-                                   for p in remaining)
-            continue
-        if part is None:
-            continue
-        if isinstance(part, int):
-            size = shape[dim]
-            if part < -size or part >= size:
-                raise IndexError(f"index {part} is out of bounds for dimension {dim} with size {size}")
-        elif isinstance(part, np.ndarray) and part.dtype != np.bool_ and part.size:
-            size = shape[dim]
-            bad = part[(part < -size) | (part >= size)]
-            if bad.size:
-                raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with size {size}")
-        elif isinstance(part, np.ndarray) and part.dtype == np.bool_ and part.ndim:
-            expected = shape[dim:dim + part.ndim]
-            if tuple(part.shape) != tuple(expected):
-                raise IndexError(
-                    f"The shape of the mask [{', '.join(map(str, part.shape))}] at index {dim} does not match the "
-                    f"shape of the indexed tensor [{', '.join(map(str, expected))}] at index {dim}"
-                )
-            dim += part.ndim
-            continue
-        dim += 1
-
 
 # ---------------------------------------------------------------- getitem
 
@@ -122,7 +39,7 @@ _BASIC_INDEX = selecting_view("slice", lambda xp, a, key: a[key], grad_name="Sli
 
 
 def _index_impl(xp, a, key):
-    return a[key]
+    return apply_key(a, key)
 
 
 def _index_backward(ctx, g):
@@ -134,21 +51,18 @@ _INDEX = OpDef("index", _index_impl, _index_backward, dtype_rule=keep, upcast_ha
 
 
 def getitem(self: Tensor, key) -> Tensor:
-    """self[key] with torch's semantics."""
-    if type(key) is int and self._data.ndim:
-        size = self._data.shape[0]
-        if key < -size or key >= size:
-            raise IndexError(f"index {key} is out of bounds for dimension 0 with size {size}")
-        return call(_BASIC_INDEX, (self,), {"key": (key,)})
-    if self._data.ndim == 0 and key is not None and key is not Ellipsis and not (
-        isinstance(key, tuple) and all(k is None or k is Ellipsis for k in key)
-    ) and not isinstance(key, (Tensor, list, bool)):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                         "C++ to convert a 0-dim tensor to a number")
-    parts, advanced = normalize_key(self, key)
-    if advanced:
-        return call(_INDEX, (self,), {"key": parts})
-    return call(_BASIC_INDEX, (self,), {"key": parts})
+    """self[key] with torch's semantics: NOTE [ torch's indexing, in two stages ]."""
+    if type(key) is int and self._data.ndim:  # the common case, without building an IndexKey
+        _select(self._data.shape[0], key, 0)
+        return call(_BASIC_INDEX, (self,), {"key": (key, Ellipsis)})
+    _zero_dim_key_error(self, key)
+    index_key = normalize_key(self, key)
+    result = self
+    if index_key.basic is not None or index_key.advanced is None:
+        result = call(_BASIC_INDEX, (self,), {"key": index_key.basic or (Ellipsis,)})
+    if index_key.advanced is not None:
+        result = call(_INDEX, (result,), {"key": IndexKey(None, index_key.advanced)})
+    return result
 
 
 # ---------------------------------------------------------------- index_put / setitem
@@ -156,10 +70,13 @@ def getitem(self: Tensor, key) -> Tensor:
 
 def _index_put_impl(xp, a, values, key, accumulate):
     out = a.copy()
-    if accumulate:
-        xp.add.at(out, key, values)
+    region = out if key.basic is None else out[key.basic]
+    if key.advanced is None:
+        region[...] = values
+    elif accumulate:
+        xp.add.at(region, key.advanced, values)
     else:
-        out[key] = values
+        region[key.advanced] = values
     return out
 
 
@@ -182,45 +99,142 @@ def _index_put_rule(args, params):
 _INDEX_PUT = OpDef("index_put", _index_put_impl, _index_put_backward, dtype_rule=_index_put_rule,
                    upcast_half=False, meta=lambda args, p: args[0].shape)
 
-
-def _as_value(self: Tensor, value) -> Tensor:
+def _setitem_value(self: Tensor, value) -> Tensor:
+    """torch's valueToTensor: tensors as they are, Python numbers as 0-d tensors of self's dtype."""
     if isinstance(value, Tensor):
         if value._device != self._device and value._data.ndim:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {self._device} and "
                 f"{value._device}!"
             )
+        return value
+    if isinstance(value, (numbers.Number, np.bool_)) and not isinstance(value, np.ndarray):
+        return Tensor._make(scalar_array(value, self._dtype), self._dtype, self._device)
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    raise TypeError(f"can't assign a {name} to a torch.{SCALAR_NAMES[self._dtype.name]}Tensor")
+
+
+def _strip_leading_ones(value: Tensor) -> Tensor:
+    shape = tuple(value.shape)
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return value if lead == 0 else value.reshape(shape[lead:])
+
+
+def _region_shape(shape: tuple, key: IndexKey) -> tuple:
+    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape, (0,) * len(shape))
+    return apply_key(dummy, key).shape
+
+
+def _format(shape) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _copy_to_value(self: Tensor, value: Tensor, region: tuple) -> Tensor:
+    """The value of a basic-index assignment (torch's copy_to): cast, leading 1s dropped, expandable."""
+    if tuple(value.shape) != region and value.ndim:
+        value = _strip_leading_ones(value)
+        if value.ndim > len(region):
+            raise RuntimeError(
+                f"expand(torch.{SCALAR_NAMES[value._dtype.name]}Tensor{{{_format(value.shape)}}}, size="
+                f"{_format(region)}): the number of sizes provided ({len(region)}) must be greater or equal to the "
+                f"number of dimensions in the tensor ({value.ndim})"
+            )
+        lead = len(region) - value.ndim
+        for i, (want, have) in enumerate(zip(region[lead:], value.shape)):
+            if have != want and have != 1:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
+                    f"non-singleton dimension {lead + i}.  Target sizes: {_format(region)}.  Tensor sizes: "
+                    f"{_format(value.shape)}"
+                )
+    return value if value._dtype is self._dtype else value.to(self._dtype)
+
+
+def _index_put_value(self: Tensor, value: Tensor, key: IndexKey, region: tuple, accumulate: bool) -> Tensor:
+    """The value of an advanced-index assignment (torch's index_put_): a one-element value with one boolean mask
+    is a masked_fill (cast); otherwise dtypes must match and the value must broadcast to the indexed region."""
+    arrays = [a for a in key.advanced if isinstance(a, np.ndarray)]
+    if not accumulate and value.numel() == 1 and len(arrays) == 1 and arrays[0].dtype == np.bool_:
+        value = value.reshape(())
         return value if value._dtype is self._dtype else value.to(self._dtype)
-    return Tensor._make(np.asarray(value, self._dtype.np_dtype), self._dtype, self._device)
+    if value._dtype is not self._dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{SCALAR_NAMES[self._dtype.name]} for the destination and {SCALAR_NAMES[value._dtype.name]} for the "
+            "source."
+        )
+    try:
+        if np.broadcast_shapes(tuple(value.shape), region) != region:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {_format(value.shape)} cannot be broadcast to "
+                           f"indexing result of shape {_format(region)}") from None
+    return value
+
+
+def _put(self: Tensor, key: IndexKey, value: Tensor, accumulate: bool = False) -> Tensor:
+    """Write value into self[key] in place (out of place + _inplace_from under autograd: _tensor.py NOTE)."""
+    if state.enabled and (self._requires_grad or value._requires_grad):
+        self._check_inplace()
+        result = call(_INDEX_PUT, (self, value), {"key": key, "accumulate": accumulate})
+        return self._inplace_from(result)
+    if self._device.type != "meta":
+        region = self._data if key.basic is None else self._data[key.basic]
+        if key.advanced is None:
+            write_array(region, value._data)
+        elif accumulate:
+            np.add.at(region, key.advanced, value._data)
+        else:
+            region[key.advanced] = value._data
+    self._storage.version += 1
+    return self
 
 
 def setitem(self: Tensor, key, value) -> None:
-    """self[key] = value: an in-place index_put; with autograd, computed out of place (see _tensor.py NOTE)."""
-    parts, _ = normalize_key(self, key)
-    value = _as_value(self, value)
-    if state.enabled and (self._requires_grad or value._requires_grad):
-        self._check_inplace()
-        result = call(_INDEX_PUT, (self, value), {"key": parts, "accumulate": False})
-        self._inplace_from(result)
+    """self[key] = value with torch's semantics (python_variable_indexing.cpp THPVariable_setitem)."""
+    value = _setitem_value(self, value)
+    if key is False:  # torch's single-key fast path: nothing to write
         return
-    if self._device.type != "meta":
-        target = self._data
-        try:
-            target[parts] = value._data
-        except ValueError as error:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
-                               f"indexing result of shape {list(np.shape(target[parts]))}") from error
-    self._storage.version += 1
+    if key is True:
+        key = None
+    _zero_dim_key_error(self, key)
+    index_key = normalize_key(self, key)
+    region = _region_shape(tuple(self.shape), index_key)
+    if index_key.advanced is None:
+        value = _copy_to_value(self, value, region)
+    else:
+        value = _index_put_value(self, _strip_leading_ones(value), index_key, region, False)
+    _put(self, index_key, value)
 
 
-def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
-    """Out-of-place index_put: input with input[indices] = values (or += with accumulate)."""
-    parts, _ = normalize_key(input, tuple(indices))
-    values = _as_value(input, values)
-    return call(_INDEX_PUT, (input, values), {"key": parts, "accumulate": bool(accumulate)})
+def _index_put_key(input: Tensor, indices) -> IndexKey:
+    """torch.index_put's indices (a tuple of integer/boolean tensors) as an IndexKey."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    if _specified_dims(indices) > input.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
+    arrays, dim = [], 0
+    for position, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(f"expected Tensor as element {position} in argument 1, but got {type(index).__name__}")
+        array = _index_array(index)
+        arrays.append((dim, array))
+        dim += array.ndim if array.dtype == np.bool_ else 1
+    if not arrays:
+        raise RuntimeError("index_put_(): Expected at least one non-None index")  # unreachable in practice
+    return IndexKey(None, advanced_key(tuple(input.shape), arrays))
 
 
-export(index_put, inplace=True)
+@export(inplace=True)
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """input with input[indices] = values (or += with accumulate); indices: a tuple of index tensors."""
+    key = _index_put_key(input, indices)
+    region = _region_shape(tuple(input.shape), key)
+    values = _index_put_value(input, values, key, region, bool(accumulate))
+    return call(_INDEX_PUT, (input, values), {"key": key, "accumulate": bool(accumulate)})
 
 
 # ---------------------------------------------------------------- gather / scatter
@@ -260,7 +274,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
                 f"Size does not match at dimension {d} expected index {list(index.shape)} to be no larger than "
                 f"self {list(input.shape)} apart from dimension {dim}"
             )
-    _bounds(index, input.shape[dim] if input.ndim else 1, "gather")
+    _bounds(index, input.shape[dim] if input.ndim else 1, dim)
     if index.shape != input.shape:
         cropped = tuple(slice(0, index.shape[d]) if d != dim else slice(None) for d in range(input.ndim))
         input = input[cropped] if input.ndim else input
@@ -268,12 +282,23 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     return result if out is None else write_out(out, result)
 
 
-def _bounds(index: Tensor, size: int, name: str) -> None:
-    if index.numel() and index._device.type != "meta":
-        low, high = int(index._data.min()), int(index._data.max())
-        if low < -size or high >= size:
-            bad = low if low < -size else high
-            raise RuntimeError(f"index {bad} is out of bounds for dimension with size {size}")
+def _bounds(index: Tensor, size: int, dim: int, error=RuntimeError, message: str = "", negative: bool = False) -> None:
+    """The first index outside [0, size) (or [-size, size) with `negative`), with ATen's message for it."""
+    if not index.numel() or isinstance(index._data, MetaArray):
+        return
+    values = np.asarray(index._data, np.int64).reshape(-1)
+    bad = (values < (-size if negative else 0)) | (values >= size)
+    if bad.any():
+        value = int(values[np.argmax(bad)])
+        raise error(message.format(value=value, dim=dim, size=size)
+                    or f"index {value} is out of bounds for dimension {dim} with size {size}")
+
+
+def _host_index(index: Tensor) -> np.ndarray:
+    """An index tensor's values as int64 (zeros on the meta device, where only shapes matter)."""
+    if isinstance(index._data, MetaArray):
+        return np.zeros(index._data.shape, np.int64)
+    return np.asarray(index._data, np.int64)
 
 
 def _scatter_positions(xp, index, dim):
@@ -319,9 +344,45 @@ def _scatter_backward(ctx, g):
         grad_self = g
         if ctx.needs_input_grad[2]:
             grad_src = _crop_to(g.gather(dim, index), src)
+    elif reduce == "prod":
+        grad_self, grad_src = _scatter_prod_backward(ctx, g)
     else:
-        raise NotImplementedError(f"the gradient of scatter with reduce='{reduce}' is not implemented")
+        grad_self, grad_src = _scatter_extremum_backward(ctx, g)
     return grad_self, None, grad_src
+
+
+def _scatter_prod_backward(ctx, g):
+    """torch's scatter_reduce 'prod' gradient (FunctionsManual.cpp): exclusive products, a lone zero handled."""
+    self, index, src = ctx.inputs
+    dim = ctx.params["dim"]
+    result = call(_SCATTER, (self, index, src), ctx.params)
+    masked_self = self.masked_fill(self == 0, 1)
+    grad_self = g * call(_SCATTER, (masked_self, index, src), ctx.params) / masked_self
+    src_zero = src == 0
+    zeros_per_target = self.new_zeros(self.shape).scatter_add(dim, index, src_zero.to(self._dtype)).gather(dim, index)
+    single_zero = src_zero & (zeros_per_target == 1)
+    masked_src_result = call(_SCATTER, (self, index, src.masked_fill(single_zero, 1)), ctx.params)
+    grad_src = ember_where(single_zero, (g * masked_src_result).gather(dim, index),
+                           (g * result).gather(dim, index) / src.masked_fill(src_zero, 1))
+    return grad_self, grad_src
+
+
+def _scatter_extremum_backward(ctx, g):
+    """torch's scatter_reduce 'amax'/'amin' gradient: shared evenly among the elements equal to the result."""
+    self, index, src = ctx.inputs
+    dim = ctx.params["dim"]
+    result = call(_SCATTER, (self.detach(), index, src.detach()), ctx.params)
+    value = result.gather(dim, index)
+    self_is_result = (self == result).to(self._dtype)
+    src_is_result = (src == value).to(self._dtype)
+    distributed = g / self_is_result.scatter_add(dim, index, src_is_result)
+    return self_is_result * distributed, src_is_result * distributed.gather(dim, index)
+
+
+def ember_where(condition, input, other):
+    from .elementwise import where
+
+    return where(condition, input, other)
 
 
 def _crop_to(grad, src):
@@ -333,7 +394,7 @@ def _crop_to(grad, src):
     return grad
 
 
-_SCATTER = OpDef("scatter", _scatter_impl, _scatter_backward, dtype_rule=lambda a, p: (a[0]._dtype, a[0]._dtype),
+_SCATTER = OpDef("scatter", _scatter_impl, _scatter_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
                  upcast_half=False, saves=SAVE_INPUTS, meta=lambda args, p: args[0].shape)
 
 
@@ -344,7 +405,7 @@ def _scatter_checks(name, input, dim, index, src):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if isinstance(src, Tensor) and src._dtype is not input._dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    _bounds(index, input.shape[dim] if input.ndim else 1, name)
+    _bounds(index, input.shape[dim] if input.ndim else 1, dim)
     return dim
 
 
@@ -378,8 +439,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if not include_self:
         identity = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
         if input._dtype.category < 2 and reduce in ("amax", "amin"):
-            info = dt.iinfo(input._dtype)
-            identity = info.min if reduce == "amax" else info.max
+            if input._dtype is dt.bool_:
+                identity = reduce == "amin"
+            else:
+                info = dt.iinfo(input._dtype)
+                identity = info.min if reduce == "amax" else info.max
         touched = input.new_zeros(input.shape, dtype=dt.bool_).scatter(dim, index, True)
         base = input.masked_fill(touched, identity)
     if reduce == "mean":
@@ -403,53 +467,93 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 
 def _dim_key(ndim, dim, index):
-    return (slice(None),) * dim + (index,)
+    return IndexKey(None, (slice(None),) * dim + (index,))
 
 
 @export
 def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
-    """The slices of `input` along `dim` at `index` (a 1-D integer tensor)."""
+    """The slices of `input` along `dim` at `index` (a 1-D or 0-d integer tensor)."""
     dim = wrap_dim(dim, input.ndim)
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    size = input.shape[dim] if input.ndim else 1
-    _bounds(index, size, "index_select")
+    if input.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+    _bounds(index, input.shape[dim] if input.ndim else 1, dim, IndexError, "index out of range in self")
+    positions = _host_index(index).reshape(-1)
     if input.ndim == 0:
-        return call(_INDEX, (input.reshape(1),), {"key": (np.asarray(index._data, np.int64).reshape(-1),)}).reshape(
-            index.shape)
-    key = _dim_key(input.ndim, dim, np.asarray(index._data, np.int64).reshape(-1))
-    result = call(_INDEX, (input,), {"key": key})
+        result = call(_INDEX, (input.reshape(1),), {"key": _dim_key(1, 0, positions)}).reshape(())
+    else:
+        result = call(_INDEX, (input,), {"key": _dim_key(input.ndim, dim, positions)})
     return result if out is None else write_out(out, result)
 
 
-def _index_along(input, dim, index, source, accumulate, alpha=1):
+def _index_along(name, input, dim, index, source, accumulate, alpha=1):
+    """index_add / index_copy: source's slices written (or added) at `index` along `dim`."""
     dim = wrap_dim(dim, input.ndim)
-    key = _dim_key(input.ndim, dim, np.asarray(index._data, np.int64).reshape(-1))
+    if index.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if source._dtype is not input._dtype:
+        if name == "index_add_":
+            raise RuntimeError(f"index_add_(): self ({SCALAR_NAMES[input._dtype.name]}) and source "
+                               f"({SCALAR_NAMES[source._dtype.name]}) must have the same scalar type")
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{SCALAR_NAMES[input._dtype.name]} and (source) {SCALAR_NAMES[source._dtype.name]}")
+    source_size = source.shape[dim] if source.ndim else 1
+    if index.numel() != source_size:
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
+                           f"({source_size}), for dim: {dim}")
+    size = input.shape[dim] if input.ndim else 1
+    if name == "index_copy_":
+        _bounds(index, size, dim, IndexError, "index_copy_(): index {value} is out of bounds for dimension {dim} "
+                "with size {size}", negative=True)
+    else:
+        _bounds(index, size, dim, negative=True)
+    positions = _host_index(index).reshape(-1)
+    if input.ndim == 0:
+        key = IndexKey(None, (positions.reshape(-1)[:1] * 0 if positions.size else positions,))
+        source = source.reshape(-1)
+        result = call(_INDEX_PUT, (input.reshape(1), source * alpha if alpha != 1 else source),
+                      {"key": key, "accumulate": accumulate})
+        return result.reshape(())
     if alpha != 1:
         source = source * alpha
-    return call(_INDEX_PUT, (input, _as_value(input, source)), {"key": key, "accumulate": accumulate})
+    return call(_INDEX_PUT, (input, source.to(input._dtype)), {"key": _dim_key(input.ndim, dim, positions),
+                                                              "accumulate": accumulate})
 
 
 @export(inplace=True)
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
-    """input with source's slices added at `index` along `dim` (repeated indices accumulate)."""
-    return _index_along(input, dim, index, source, True, alpha)
+    """input with alpha * source's slices added at `index` along `dim` (repeated indices accumulate)."""
+    return _index_along("index_add_", input, dim, index, source, True, alpha)
 
 
 @export(inplace=True)
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return _index_along(input, dim, index, source, False)
+    """input with source's slices copied to `index` along `dim`."""
+    return _index_along("index_copy_", input, dim, index, source, False)
 
 
 @export(inplace=True)
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """input with the slices at `index` along `dim` set to `value` (a number or a 0-d tensor)."""
     dim = wrap_dim(dim, input.ndim)
-    key = _dim_key(input.ndim, dim, np.asarray(index._data, np.int64).reshape(-1))
-    value = value if isinstance(value, Tensor) else Tensor._make(np.asarray(value, input._dtype.np_dtype),
-                                                                  input._dtype, input._device)
-    return call(_INDEX_PUT, (input, value.to(input._dtype)), {"key": key, "accumulate": False})
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        value = value.to(input._dtype)
+    else:
+        value = Tensor._make(scalar_array(value, input._dtype), input._dtype, input._device)
+    _bounds(index, input.shape[dim] if input.ndim else 1, dim, IndexError, negative=True)
+    positions = _host_index(index).reshape(-1)
+    if input.ndim == 0:
+        key = IndexKey(None, (positions * 0,))
+        return call(_INDEX_PUT, (input.reshape(1), value), {"key": key, "accumulate": False}).reshape(())
+    return call(_INDEX_PUT, (input, value), {"key": _dim_key(input.ndim, dim, positions), "accumulate": False})
 
 
 # ---------------------------------------------------------------- masks
@@ -513,7 +617,7 @@ _MASKED_SELECT.backward = _masked_select_backward
 def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     """The 1-D tensor of elements where mask (broadcast) is True."""
     if mask._dtype is not dt.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     result = call(_MASKED_SELECT, (input, mask))
     return result if out is None else write_out(out, result)
 
@@ -538,14 +642,14 @@ def _masked_scatter_backward(ctx, g):
 
 
 _MASKED_SCATTER = OpDef("masked_scatter", _masked_scatter_impl, _masked_scatter_backward,
-                        dtype_rule=lambda a, p: (a[0]._dtype, a[0]._dtype), upcast_half=False, saves=SAVE_INPUTS,
+                        dtype_rule=keep, upcast_half=False, saves=SAVE_INPUTS,
                         meta=lambda args, p: args[0].shape)
 
 
 @export(inplace=True)
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """input with the positions where mask is True filled, in order, from source."""
-    if int(mask.sum().item()) > source.numel():
+    if not isinstance(mask._data, MetaArray) and int(mask.sum().item()) > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
     return call(_MASKED_SCATTER, (input, mask, source))
 
@@ -561,7 +665,8 @@ def _take_backward(ctx, g):
     _, index = ctx.inputs
     shape = ctx.input_meta[0][0]
     flat = g.new_zeros(int(np.prod(shape)))
-    flat = call(_INDEX_PUT, (flat, g.reshape(-1)), {"key": (np.asarray(index._data, np.int64).reshape(-1),),
+    positions = np.asarray(index._data, np.int64).reshape(-1)
+    flat = call(_INDEX_PUT, (flat, g.reshape(-1)), {"key": _dim_key(1, 0, positions),
                                                     "accumulate": True})
     return flat.reshape(shape), None
 
@@ -573,9 +678,10 @@ _TAKE = OpDef("take", _take_impl, _take_backward, dtype_rule=keep, upcast_half=F
 @export
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of the flattened input at `index` (result has index's shape)."""
-    _bounds(index, input.numel(), "take")
     if index._dtype is not dt.int64:
-        raise RuntimeError("take(): Expected a long tensor for index, but got " + str(index._dtype))
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {SCALAR_NAMES[index._dtype.name]}")
+    _bounds(index, input.numel(), 0, IndexError, "out of range: tried to access index {value} on a tensor of {size} "
+            "elements.", negative=True)
     return call(_TAKE, (input, index))
 
 

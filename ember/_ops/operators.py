@@ -20,6 +20,8 @@ def _inplace(name):
 
 
 def _invert(self):
+    if self._dtype.category > 1:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     if self._dtype is dt.bool_:
         return ew.logical_not(self)
     return ew.bitwise_not(self)
@@ -62,7 +64,7 @@ OPERATORS = {
     "__matmul__": _matmul,
     "__rmatmul__": _rmatmul,
     "__neg__": ew.neg,
-    "__pos__": lambda self: self,
+    "__pos__": ew.positive,
     "__abs__": ew.abs,
     "__invert__": _invert,
     "__and__": ew.bitwise_and,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, keep
 from .._tensor import Tensor
 from ..return_types import aminmax as aminmax_type
 from ..return_types import max as max_type
@@ -20,8 +20,12 @@ from ._shapes import normalize_dims
 
 
 def reduce_params(input: Tensor, dim, keepdim: bool) -> dict:
-    """Normalise dim/keepdim into the params every reduction op takes."""
-    return {"dim": normalize_dims(dim, input.ndim), "keepdim": bool(keepdim)}
+    """Normalise dim/keepdim into the params every reduction op takes (a 0-d input has no dims to reduce)."""
+    ndim = input._data.ndim
+    if dim is None:  # the common case: everything
+        return {"dim": tuple(range(ndim)), "keepdim": bool(keepdim)}
+    dims = normalize_dims(dim, ndim)
+    return {"dim": dims if ndim else (), "keepdim": bool(keepdim)}
 
 
 def reduced_shape(shape, dims, keepdim) -> tuple:
@@ -58,7 +62,7 @@ def _axis(params):
     return params["dim"]
 
 
-_SUM = OpDef("sum", lambda xp, a, dim, keepdim: xp.sum(a, axis=dim, keepdims=keepdim),
+_SUM = OpDef("sum", lambda xp, a, dim, keepdim: a.sum(axis=dim, keepdims=keepdim),
              lambda ctx, g: expand_grad(g, ctx), dtype_rule=_sum_rule, meta=reduction_meta)
 _NANSUM = OpDef("nansum", lambda xp, a, dim, keepdim: xp.nansum(a, axis=dim, keepdims=keepdim),
                 lambda ctx, g: expand_grad(g, ctx) * ~ctx.inputs[0].isnan(), dtype_rule=_sum_rule,
@@ -78,15 +82,20 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=No
     """Sum treating nan as zero."""
     if dtype is not None:
         input = input.to(dtype)
+    if input._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     return _finish(call(_NANSUM, (input,), reduce_params(input, dim, keepdim)), out)
 
 
-def _float_only(name):
+def _float_only(name, message=None):
+    """A dtype rule that keeps floating/complex dtypes and raises torch's error for the others."""
     def rule(args, params):
         dtype = args[0]._dtype
         if dtype.category < 2:
             from .._tensor import SCALAR_NAMES
 
+            if message is not None:
+                raise RuntimeError(message.format(dtype=SCALAR_NAMES[dtype.name]))
             raise RuntimeError(
                 f"{name}(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {SCALAR_NAMES[dtype.name]}"
@@ -108,7 +117,8 @@ _MEAN = OpDef("mean", lambda xp, a, dim, keepdim: xp.mean(a, axis=dim, keepdims=
               lambda ctx, g: expand_grad(g, ctx) / _count(ctx), dtype_rule=_float_only("mean"),
               meta=reduction_meta)
 _NANMEAN = OpDef("nanmean", lambda xp, a, dim, keepdim: xp.nanmean(a, axis=dim, keepdims=keepdim),
-                 lambda ctx, g: _nanmean_backward(ctx, g), dtype_rule=_float_only("nanmean"),
+                 lambda ctx, g: _nanmean_backward(ctx, g), dtype_rule=_float_only(
+                     "nanmean", "nanmean(): expected input to have floating point or complex dtype but got {dtype}"),
                  meta=reduction_meta, saves=SAVE_INPUTS)
 
 
@@ -151,8 +161,6 @@ def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> 
 
 def _extreme_impl(function):
     def impl(xp, a, dim, keepdim):
-        if a.dtype == np.bool_:
-            return function(a, axis=dim, keepdims=keepdim)
         return function(a, axis=dim, keepdims=keepdim)
 
     return impl
@@ -168,6 +176,15 @@ def _evenly_backward(ctx, g):
     mask = (x == result)
     count = mask.sum(params["dim"], keepdim=True)
     return expand_grad(g, ctx) * mask / count
+
+
+def evenly_distribute_backward(ctx, g):
+    """max()/min()/median() of all elements: torch shares the gradient among the elements equal to the result,
+    or among the nan elements when the result is nan (amax/amin instead give nan gradients there)."""
+    x = ctx.inputs[0]
+    result = ctx.result
+    mask = x.isnan() if result.isnan().item() else (x == result)
+    return g * mask / mask.sum()
 
 
 _AMAX = OpDef("amax", _extreme_impl(np.max), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
@@ -209,6 +226,11 @@ def _arg_with_nan(xp, function, a, axis, keepdim=False):
     return function(a, axis=axis, keepdims=keepdim)
 
 
+def _no_bool(name: str, input: Tensor) -> None:
+    if input._dtype is dt.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
 def _arg_params(input, dim, keepdim):
     if dim is None:
         return {"dim": None, "keepdim": bool(keepdim)}
@@ -233,6 +255,7 @@ _ARGMIN = OpDef("argmin", _arg_impl(np.argmin, True), None, dtype_rule=lambda a,
 @export
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None) -> Tensor:
     """Index of the maximum (first occurrence; nan counts as the maximum)."""
+    _no_bool("argmax", input)
     params = _arg_params(input, dim, keepdim)
     _check_nonempty("argmax", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
     return _finish(call(_ARGMAX, (input,), params), out)
@@ -240,6 +263,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=
 
 @export
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None) -> Tensor:
+    _no_bool("argmin", input)
     params = _arg_params(input, dim, keepdim)
     _check_nonempty("argmin", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
     return _finish(call(_ARGMIN, (input,), params), out)
@@ -268,7 +292,39 @@ def _max_dim_backward(ctx, grads):
     if not keepdim:
         g = g.unsqueeze(dim)
         indices = indices.unsqueeze(dim)
-    return g.new_zeros(shape).scatter(dim, indices, g)
+    return spread(g, indices, dim, shape)
+
+
+# NOTE [ Value-selecting gradients ]
+# max(dim), sort, topk, kthvalue, median, mode, cummax: the gradient of selected values goes back to the
+# positions they were selected from.  `spread` (scatter-add into zeros) and `pick` (gather) are each
+# other's adjoints, so double backward works; both leave the int64 indices uncast.
+
+
+def _positions(xp, index, dim):
+    grids = list(xp.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _spread_impl(xp, g, index, dim, shape):
+    out = xp.zeros(shape, g.dtype)
+    xp.add.at(out, _positions(xp, index, dim), g)
+    return out
+
+
+_PICK = OpDef("gather", lambda xp, g, index, dim: xp.take_along_axis(g, index, axis=dim),
+              lambda ctx, g: (spread(g, ctx.inputs[1], ctx.params["dim"], ctx.input_meta[0][0]), None),
+              dtype_rule=keep, meta=lambda args, params: tuple(args[1].shape), saves=SAVE_INPUTS, upcast_half=False)
+_SPREAD = OpDef("scatter_add", _spread_impl,
+                lambda ctx, g: (call(_PICK, (g, ctx.inputs[1]), {"dim": ctx.params["dim"]}), None),
+                dtype_rule=keep, meta=lambda args, params: tuple(params["shape"]), saves=SAVE_INPUTS,
+                upcast_half=False)
+
+
+def spread(g: Tensor, indices: Tensor, dim: int, shape) -> Tensor:
+    """A zero tensor of `shape` with g added at `indices` along `dim`: see NOTE [ Value-selecting gradients ]."""
+    return call(_SPREAD, (g, indices), {"dim": dim, "shape": tuple(shape)})
 
 
 def _max_dim_rule(args, params):
@@ -285,9 +341,9 @@ _MAX_DIM = OpDef("max", _max_dim_impl(np.max, np.argmax), _max_dim_backward, dty
                  differentiable_outputs=None)
 _MIN_DIM = OpDef("min", _max_dim_impl(np.min, np.argmin), _max_dim_backward, dtype_rule=_max_dim_rule,
                  meta=_max_dim_meta, outputs=2, saves=SAVE_RESULT, upcast_half=False)
-_MAX_ALL = OpDef("max", _extreme_impl(np.max), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_MAX_ALL = OpDef("max", _extreme_impl(np.max), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
                  meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
-_MIN_ALL = OpDef("min", _extreme_impl(np.min), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_MIN_ALL = OpDef("min", _extreme_impl(np.min), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
                  meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
 
 
@@ -339,7 +395,18 @@ min = _extreme("min", _MIN_ALL, _MIN_DIM, _late_minimum, min_type)
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
     """(amin, amax) in one call."""
     if dim is None:
-        return aminmax_type(amin(input, (), keepdim), amax(input, (), keepdim))
+        if input.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        if keepdim:
+            return aminmax_type(amin(input, (), True), amax(input, (), True))
+        return aminmax_type(amin(input, (), False), amax(input, (), False))
+    from .._tensor import wrap_dim
+
+    axis = wrap_dim(dim, input.ndim)
+    if input.ndim and input.shape[axis] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {axis} to have non-zero size.")
     return aminmax_type(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
@@ -375,3 +442,196 @@ _COUNT_NONZERO = OpDef("count_nonzero", lambda xp, a, dim, keepdim: xp.count_non
 @export
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     return call(_COUNT_NONZERO, (input,), reduce_params(input, dim, False))
+
+
+# ---------------------------------------------------------------- prod
+
+
+_PROD = OpDef("prod", lambda xp, a, dim, keepdim: xp.prod(a, axis=dim, keepdims=keepdim),
+              lambda ctx, g: _prod_backward(ctx, g), dtype_rule=_sum_rule, meta=reduction_meta,
+              saves=SAVE_INPUTS | SAVE_RESULT)
+
+
+def _restore(value: Tensor, ctx) -> Tensor:
+    """A reduced value reshaped to keepdim form, so it broadcasts against the input."""
+    params = ctx.params
+    if not params["keepdim"] and params["dim"]:
+        return value.reshape(reduced_shape(ctx.input_meta[0][0], params["dim"], True))
+    return value
+
+
+def _conj_if_complex(x: Tensor) -> Tensor:
+    return x.conj() if x._dtype.is_complex else x
+
+
+def _prod_backward(ctx, g):
+    """torch's prod_backward: result / input where no element is zero, else products of all the others."""
+    x = ctx.inputs[0]
+    if x.ndim == 0:
+        return g
+    grad = expand_grad(g, ctx)
+    if not (x == 0).any().item():
+        return grad * _conj_if_complex(_restore(ctx.result, ctx) / x)
+    dims = ctx.params["dim"]
+    if len(dims) == 1:
+        return grad * _conj_if_complex(_products_of_others(x, dims[0]))
+    return grad * _conj_if_complex(_products_of_others(x.reshape(-1), 0).reshape(x.shape))
+
+
+def _products_of_others(x: Tensor, dim: int) -> Tensor:
+    """For each element along `dim`, the product of all the other elements (exclusive cumprods both ways)."""
+    from .scan import concat, scan_cumprod
+
+    size = x.shape[dim]
+    if size == 0:
+        return x
+    ones_shape = list(x.shape)
+    ones_shape[dim] = 1
+    ones = x.new_ones(ones_shape)
+    before = scan_cumprod(concat([ones, x.narrow(dim, 0, size - 1)], dim), dim, reverse=False)
+    after = scan_cumprod(concat([x.narrow(dim, 1, size - 1), ones], dim), dim, reverse=True)
+    return before * after
+
+
+@export
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Product of all elements, or over one `dim`; bool and integer inputs multiply in int64."""
+    if dim is not None and not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(
+            f"prod() received an invalid combination of arguments - got (Tensor, dim={type(dim).__name__}), but "
+            "expected one of:\n * (Tensor input, *, torch.dtype dtype = None)\n * (Tensor input, int dim, "
+            "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)"
+        )
+    if dtype is not None:
+        input = input.to(dtype)
+    params = reduce_params(input, dim, keepdim if dim is not None else False)
+    return _finish(call(_PROD, (input,), params), out)
+
+
+# ---------------------------------------------------------------- var, std
+
+
+def _variance_rule(name):
+    def rule(args, params):
+        dtype = args[0]._dtype
+        if dtype.category < 2:
+            raise RuntimeError(f"{name} only support floating point and complex dtypes")
+        return dtype, dtype.to_real()
+
+    return rule
+
+
+def _var_impl(xp, a, dim, keepdim, correction):
+    count = 1
+    for d in dim:
+        count *= a.shape[d]
+    mean = xp.sum(a, axis=dim, keepdims=True) / count if count else xp.sum(a, axis=dim, keepdims=True) * np.nan
+    deviation = a - mean
+    squares = (deviation * deviation.conj()).real if deviation.dtype.kind == "c" else deviation * deviation
+    total = xp.sum(squares, axis=dim, keepdims=keepdim)
+    divisor = count - correction
+    divisor = divisor if divisor > 0 else 0
+    return xp.asarray(total) / xp.asarray(divisor, dtype=total.dtype)
+
+
+def _var_grad(g, ctx):
+    """torch's var_backward: 2 / (n - correction) * grad * (x - mean)."""
+    x = ctx.inputs[0]
+    params = ctx.params
+    count = 1
+    for d in params["dim"]:
+        count *= x.shape[d]
+    dof = count - params["correction"]
+    factor = 2.0 / dof if dof > 0 else float("inf")
+    centered = x - x.mean(params["dim"], keepdim=True) if x.ndim else x - x
+    return factor * expand_grad(g, ctx) * centered
+
+
+def _std_backward(ctx, g):
+    result = ctx.result
+    grad_var = (g / (result * 2)).masked_fill(result == 0, 0)
+    return _var_grad(grad_var, ctx)
+
+
+_VAR = OpDef("var", _var_impl, lambda ctx, g: _var_grad(g, ctx), dtype_rule=_variance_rule("std and var"),
+             meta=reduction_meta, saves=SAVE_INPUTS)
+_STD = OpDef("std", lambda xp, a, **params: xp.sqrt(_var_impl(xp, a, **params)), _std_backward,
+             dtype_rule=_variance_rule("std and var"), meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT)
+
+
+def _variance_params(input: Tensor, dim, unbiased, keepdim: bool, correction) -> dict:
+    """Normalise var/std's two signatures: (dim, unbiased, keepdim) and (dim, *, correction, keepdim)."""
+    if isinstance(dim, bool):  # var(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var() received an invalid combination of arguments: unbiased and correction given")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    params = reduce_params(input, dim, keepdim)
+    params["correction"] = correction
+    return params
+
+
+def _checked_variance(name: str, input: Tensor) -> None:
+    if input._dtype.category < 2:
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
+@export
+def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None,
+        out=None) -> Tensor:
+    """Variance over `dim` with Bessel's `correction` (default 1; `unbiased=False` means 0)."""
+    params = _variance_params(input, dim, unbiased, keepdim, correction)
+    return _finish(call(_VAR, (input,), params), out)
+
+
+@export
+def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None,
+        out=None) -> Tensor:
+    """Standard deviation over `dim` (sqrt of var)."""
+    params = _variance_params(input, dim, unbiased, keepdim, correction)
+    return _finish(call(_STD, (input,), params), out)
+
+
+@export(method=False)
+def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """(var, mean) over the same dims."""
+    _checked_variance("var_mean", input)
+    params = _variance_params(input, dim, unbiased, keepdim, correction)
+    dims = params["dim"]
+    return call(_VAR, (input,), params), mean(input, dims, keepdim)
+
+
+@export(method=False)
+def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """(std, mean) over the same dims."""
+    _checked_variance("std_mean", input)
+    params = _variance_params(input, dim, unbiased, keepdim, correction)
+    dims = params["dim"]
+    return call(_STD, (input,), params), mean(input, dims, keepdim)
+
+
+# ---------------------------------------------------------------- logsumexp
+
+
+def _logsumexp_impl(xp, a, dim, keepdim):
+    """log(sum(exp(a))) with the maximum taken out first, so large inputs don't overflow."""
+    if a.size == 0 or not dim:
+        return xp.log(xp.sum(xp.exp(a), axis=dim, keepdims=keepdim))
+    peak = xp.max(a, axis=dim, keepdims=True)
+    peak = xp.where(xp.isinf(peak), 0, peak)
+    result = xp.log(xp.sum(xp.exp(a - peak), axis=dim, keepdims=True)) + peak
+    return result if keepdim else xp.squeeze(result, axis=dim)
+
+
+_LOGSUMEXP = OpDef("logsumexp", _logsumexp_impl,
+                   lambda ctx, g: expand_grad(g, ctx) * (ctx.inputs[0] - _restore(ctx.result, ctx)).exp(),
+                   meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT)
+
+
+@export
+def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
+    """log(sum(exp(input), dim)), computed stably; integer inputs give the default float dtype."""
+    if input._dtype.category < 2:
+        input = input.to(dt.get_default_dtype())
+    return _finish(call(_LOGSUMEXP, (input,), reduce_params(input, dim, keepdim)), out)

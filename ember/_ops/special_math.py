@@ -1,8 +1,10 @@
-"""Array-level math NumPy lacks or computes differently from torch: erf family, sigmoid, sgn, logit, xlogy.
+"""Array-level math NumPy lacks or computes differently from torch: erf family, sigmoid, sgn, logit, xlogy,
+and the array-level bodies of pointwise ops with torch-specific rules (integer division, integer pow,
+complex logaddexp, sign of nan, scalar wraparound).
 
 erf/erfc are Cephes' rational approximations (as used by SciPy), accurate to
-double precision; erfinv is torch's rational initial guess refined by two
-Newton steps, as torch's CPU kernel does.
+double precision; erfinv is torch's rational initial guess refined by
+Newton steps (on erfc in the tails, to stay accurate next to ±1).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _erfc_large(x):
     small = z < 8.0
     p = np.where(small, _polevl(z, _ERFC_P), _polevl(z, _ERFC_R))
     q = np.where(small, _p1evl(z, _ERFC_Q), _p1evl(z, _ERFC_S))
-    y = exp_term * p / q
+    y = np.where(np.isinf(z), 0.0, exp_term * p / q)  # inf/inf in the rational part at |x| = inf
     return np.where(x < 0, 2.0 - y, y)
 
 
@@ -90,7 +92,7 @@ _ERFINV_D = (3.543889200, 1.637067800)
 
 
 def erfinv(xp, a):
-    """Inverse error function: rational approximation plus two Newton steps (torch's calc_erfinv)."""
+    """Inverse error function: torch's calc_erfinv initial guess, then Newton steps to double precision."""
     y = np.asarray(a, np.float64)
     absy = np.abs(y)
     central = absy <= 0.7
@@ -104,8 +106,14 @@ def erfinv(xp, a):
     x_tail = np.copysign(num / dem, y)
     x = np.where(central, x_central, x_tail)
     two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
+    # Newton steps on erf(x) = y in the centre; in the tails on erfc(|x|) = 1 - |y|, which is exact there
+    # (Sterbenz), where erf(x) - y would cancel catastrophically near |y| = 1.
+    magnitude = np.abs(x)
+    tail = 1.0 - absy
+    for _ in range(3):
         x = x - (_erf64(x) - y) / (two_over_sqrt_pi * np.exp(-x * x))
+        magnitude = magnitude + (_erfc64(magnitude) - tail) / (two_over_sqrt_pi * np.exp(-magnitude * magnitude))
+    x = np.where(central, x, np.copysign(magnitude, y))
     x = np.where(absy == 1.0, np.copysign(np.inf, y), x)
     x = np.where(absy > 1.0, np.nan, x)
     return x.astype(a.dtype) if a.dtype != np.float64 else x
@@ -123,7 +131,10 @@ def sigmoid(xp, a):
 def sgn(xp, a):
     """sign for real, a/|a| for complex (0 at 0)."""
     if a.dtype.kind != "c":
-        return xp.sign(a) if a.dtype != np.bool_ else a.copy()
+        if a.dtype == np.bool_:
+            return a.copy()
+        result = xp.sign(a)
+        return xp.where(xp.isnan(a), 0, result).astype(a.dtype, copy=False) if a.dtype.kind == "f" else result
     magnitude = xp.abs(a)
     return xp.where(magnitude == 0, 0, a / xp.where(magnitude == 0, 1, magnitude)).astype(a.dtype)
 
@@ -159,3 +170,115 @@ def logit_backward(ctx, g):
 def xlogy(xp, a, b):
     result = a * xp.log(b)
     return xp.where((a == 0) & ~xp.isnan(b), xp.zeros_like(result), result)
+
+
+# ---------------------------------------------------------------- array-level pieces of pointwise ops
+
+
+def wrap_int_scalars(arrays):
+    """Python ints beside an integer array take its dtype with wraparound, as torch casts a wrapped
+    number to the common dtype (uint8 tensor + (-1) subtracts one modulo 256); NumPy would raise."""
+    integral = None
+    for a in arrays:
+        if hasattr(a, "dtype") and a.dtype.kind in "iu":
+            integral = a.dtype
+            break
+    if integral is None:
+        return arrays
+    return tuple(np.asarray(a).astype(integral) if type(a) is int else a for a in arrays)
+
+
+def sign_real(xp, a):
+    if a.dtype == np.bool_:
+        return a.copy()
+    result = xp.sign(a)
+    if a.dtype.kind == "f":
+        result = xp.where(xp.isnan(a), 0, result).astype(a.dtype, copy=False)  # torch: sign(nan) == 0
+    return result
+
+
+def round_half_even(xp, a, decimals=0):
+    if a.dtype.kind not in "fc":
+        return a.copy()
+    return xp.round(a, decimals)
+
+
+def scalar_like(value, array):
+    """A scalar parameter (alpha, value) in an integer computation takes the array's dtype, as torch converts
+    it to the kernel's scalar type (so -1 wraps for uint8 and 0.5 truncates to 0)."""
+    if getattr(array, "dtype", None) is not None and array.dtype.kind in "iub":
+        return np.asarray(value).astype(array.dtype)
+    return value
+
+
+def int_div(xp, a, b, mode):
+    integral = np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub"
+    if integral:
+        if np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
+        if mode == "floor":
+            return xp.floor_divide(a, b)
+        quotient = xp.floor_divide(a, b)
+        fix = (quotient < 0) & (quotient * b != a)
+        return quotient + fix
+    quotient = a / b
+    return xp.trunc(quotient) if mode == "trunc" else python_floor_div(xp, a, b, quotient)
+
+
+def python_floor_div(xp, a, b, quotient):
+    # torch's div_floor: floor of the true quotient, corrected like Python's divmod for exact results.
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    adjust = (mod != 0) & ((b < 0) != (mod < 0))
+    div = xp.where(adjust, div - 1, div)
+    floor = xp.floor(div)
+    floor = xp.where(div - floor > 0.5, floor + 1, floor)
+    return xp.where(b == 0, quotient, xp.where(div != 0, floor, xp.copysign(xp.zeros_like(div), quotient)))
+
+
+def remainder(xp, a, b):
+    if np.asarray(a).dtype.kind in "iu" and np.any(np.asarray(b) == 0):
+        raise RuntimeError("ZeroDivisionError")
+    result = xp.mod(a, b)
+    return result
+
+
+def fmod(xp, a, b):
+    if np.asarray(a).dtype.kind in "iu" and np.any(np.asarray(b) == 0):
+        raise RuntimeError("ZeroDivisionError")
+    return xp.fmod(a, b)
+
+
+def power(xp, a, b):
+    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iu" and np.any(np.asarray(b) < 0):
+        a = np.asarray(a).astype(np.asarray(b).dtype)
+        # torch's integer pow: x ** -n is 1 for x == 1, ±1 for x == -1, 0 otherwise (truncated 1 / x ** n)
+        negative = b < 0
+        magnitude = xp.power(a, xp.where(negative, 0, b))
+        odd = (xp.abs(b) % 2) == 1
+        inverse = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+        return xp.where(negative, inverse, magnitude).astype(magnitude.dtype, copy=False)
+    return xp.power(a, b)
+
+
+def logaddexp(xp, a, b):
+    if np.asarray(a).dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    # complex: log(exp(a) + exp(b)) around the operand of larger real part, as torch's kernel
+    larger = xp.where(xp.real(a) >= xp.real(b), a, b)
+    smaller = xp.where(xp.real(a) >= xp.real(b), b, a)
+    return larger + xp.log1p(xp.exp(smaller - larger))
+
+
+def nan_to_num(xp, a, nan=0.0, posinf=None, neginf=None):
+    if a.dtype.kind not in "fc":
+        return a.copy()
+    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def clamp(xp, a, low, high):
+    if low is not None:
+        a = xp.maximum(a, low)
+    if high is not None:
+        a = xp.minimum(a, high)
+    return a

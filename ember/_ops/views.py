@@ -34,6 +34,8 @@ def _input_shape(ctx):
 
 def infer_size(shape, numel: int) -> tuple:
     """Resolve one -1 in `shape` against numel, with torch's errors."""
+    if all(type(n) is int and n >= 0 for n in shape) and math.prod(shape) == numel:
+        return tuple(shape)  # the common case, checked in one pass
     shape = tuple(int(n) for n in shape)
     infer = [i for i, n in enumerate(shape) if n == -1]
     if len(infer) > 1:
@@ -51,7 +53,9 @@ def infer_size(shape, numel: int) -> tuple:
     return shape
 
 
-def _shape_args(shape) -> tuple:
+def _shape_args(shape, name: str = "") -> tuple:
+    if not shape and name:
+        raise TypeError(f"{name}() missing 1 required positional arguments: \"shape\"")
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and not (
         isinstance(shape[0], Tensor) and shape[0].ndim == 0
     ):
@@ -61,7 +65,7 @@ def _shape_args(shape) -> tuple:
 
 def _view_impl(xp, a, shape):
     try:
-        return xp.reshape(a, shape, copy=False)
+        return a.reshape(shape, copy=False)
     except ValueError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans "
@@ -87,7 +91,7 @@ def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape (no copy); a dtype argument reinterprets the bytes (Tensor.view(dtype))."""
     if len(shape) == 1 and hasattr(shape[0], "np_dtype"):
         return _view_dtype(input, shape[0])
-    shape = infer_size(_shape_args(shape), input.numel())
+    shape = infer_size(_shape_args(shape, "view"), input._data.size)
     return call(_VIEW, (input,), {"shape": shape})
 
 
@@ -106,11 +110,12 @@ export(view, function=False)
 @export
 def reshape(input: Tensor, *shape) -> Tensor:
     """A view when strides allow, else a copy (torch.reshape)."""
-    shape = infer_size(_shape_args(shape), input.numel())
-    if input._device.type == "meta":
+    data = input._data
+    shape = infer_size(_shape_args(shape, "reshape"), data.size)
+    if input._device.type == "meta" or data.flags.c_contiguous:  # a contiguous tensor always has a view
         return call(_RESHAPE_VIEW, (input,), {"shape": shape})
     try:
-        np.reshape(input._data, shape, copy=False)
+        data.reshape(shape, copy=False)
     except ValueError:
         return call(_RESHAPE_COPY, (input,), {"shape": shape})
     return call(_RESHAPE_VIEW, (input,), {"shape": shape})
@@ -146,6 +151,10 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 @export
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Split one dim into `sizes` (one of which may be -1)."""
+    if input.ndim == 0:
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
+    if len(tuple(sizes)) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
     dim = wrap_dim(dim, input.ndim)
     sizes = infer_size(tuple(sizes), input.shape[dim]) if -1 in tuple(sizes) else tuple(sizes)
     if math.prod(sizes) != input.shape[dim]:
@@ -160,17 +169,35 @@ def _squeeze_meta(args, params):
     return params["shape"]
 
 
-_SQUEEZE = _view_op("squeeze", lambda xp, a, shape: a.reshape(shape), _reshape_back, meta=_squeeze_meta)
-_UNSQUEEZE = _view_op("unsqueeze", lambda xp, a, shape: a.reshape(shape), _reshape_back, meta=_squeeze_meta)
+def _squeeze_impl(xp, a, shape, dims):
+    """Drop the size-1 `dims`, keeping the other strides."""
+    strides = tuple(s for i, s in enumerate(a.strides) if i not in dims)
+    return np.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def _unsqueeze_impl(xp, a, shape, dim):
+    """torch's stride for the new size-1 dim: size * stride of the dim it precedes (1 at the end)."""
+    inner = a.shape[dim] * a.strides[dim] if dim < a.ndim else a.itemsize
+    return np.lib.stride_tricks.as_strided(a, shape, a.strides[:dim] + (inner,) + a.strides[dim:])
+
+
+_SQUEEZE = _view_op("squeeze", _squeeze_impl, _reshape_back, meta=_squeeze_meta)
+_UNSQUEEZE = _view_op("unsqueeze", _unsqueeze_impl, _reshape_back, meta=_squeeze_meta)
 
 
 @export
 def squeeze(input: Tensor, dim=None) -> Tensor:
     """Remove size-1 dims (all, or those in `dim`)."""
     shape = input.shape
-    dims = normalize_dims(dim, input.ndim) if dim is not None else range(input.ndim)
-    new = tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1))
-    return call(_SQUEEZE, (input,), {"shape": new})
+    if dim is None:
+        dims = range(input.ndim)
+    elif isinstance(dim, (tuple, list)) and not dim:
+        dims = ()  # an empty dim list squeezes nothing (normalize_dims would read it as "all dims")
+    else:
+        dims = normalize_dims(dim, input.ndim)
+    dropped = tuple(i for i in dims if i < len(shape) and shape[i] == 1)  # 0-d: dim 0 names no real dim
+    new = tuple(n for i, n in enumerate(shape) if i not in dropped)
+    return call(_SQUEEZE, (input,), {"shape": new, "dims": dropped})
 
 
 @export
@@ -178,7 +205,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at `dim`."""
     dim = wrap_dim(dim, input.ndim + 1)
     shape = input.shape
-    return call(_UNSQUEEZE, (input,), {"shape": shape[:dim] + (1,) + shape[dim:]})
+    return call(_UNSQUEEZE, (input,), {"shape": shape[:dim] + (1,) + shape[dim:], "dim": dim})
 
 
 # ---------------------------------------------------------------- permuting
@@ -193,6 +220,8 @@ _PERMUTE = _view_op("permute", lambda xp, a, dims: xp.transpose(a, dims), _permu
                     meta=lambda args, p: tuple(args[0].shape[d] for d in p["dims"]))
 _TRANSPOSE = _view_op("transpose", lambda xp, a, dims: xp.transpose(a, dims), _permute_back,
                       meta=lambda args, p: tuple(args[0].shape[d] for d in p["dims"]))
+_T = _view_op("t", lambda xp, a, dims: xp.transpose(a, dims), _permute_back,
+              meta=lambda args, p: tuple(args[0].shape[d] for d in p["dims"]))
 
 
 @export
@@ -229,7 +258,9 @@ def t(input: Tensor) -> Tensor:
     """Transpose a matrix; 0-d and 1-d tensors are returned as they are."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else transpose(input, 0, 0) if input.ndim else input
+    if input.ndim == 2:
+        return call(_T, (input,), {"dims": (1, 0)})
+    return call(_T, (input,), {"dims": tuple(range(input.ndim))})
 
 
 @export
@@ -250,6 +281,11 @@ def movedim(input: Tensor, source, destination) -> Tensor:
         )
     source = [wrap_dim(d, ndim) for d in source]
     destination = [wrap_dim(d, ndim) for d in destination]
+    for name, dims in (("source", source), ("destination", destination)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    if ndim == 0:
+        return permute(input, ())
     order = [d for d in range(ndim) if d not in source]
     for dest, src in sorted(zip(destination, source)):
         order.insert(dest, src)
@@ -275,9 +311,12 @@ def expand(input: Tensor, *sizes) -> Tensor:
     sizes = tuple(int(s) for s in _shape_args(sizes))
     ndim = input.ndim
     if len(sizes) < ndim:
+        from .._tensor import SCALAR_NAMES
+
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{[{', '.join(str(n) for n in input.shape)}]}}, size=[{', '.join(map(str, sizes))}]): "
-            "the number of sizes provided must be greater or equal to the number of dimensions in the tensor"
+            f"expand(torch.{SCALAR_NAMES[input._dtype.name]}Tensor{{[{', '.join(str(n) for n in input.shape)}]}}, "
+            f"size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or "
+            f"equal to the number of dimensions in the tensor ({ndim})"
         )
     lead = len(sizes) - ndim
     shape = []
@@ -298,10 +337,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
                 f"[{', '.join(str(n) for n in input.shape)}]"
             )
         shape.append(size)
-    shape = tuple(shape)
-    if shape == tuple(input.shape):
-        return call(_EXPAND, (input,), {"shape": shape})
-    return call(_EXPAND, (input,), {"shape": shape})
+    return call(_EXPAND, (input,), {"shape": tuple(shape)})
 
 
 export(expand, function=False)
@@ -345,11 +381,11 @@ def broadcast_shapes(*shapes):
 
 def _view_scatter_impl(xp, g, shape, view_impl, view_params, overlapping):
     out = xp.zeros(shape, g.dtype)
-    if overlapping:
+    target = None if overlapping else view_impl(xp, out, **view_params)
+    if overlapping or not isinstance(target, xp.ndarray):  # integer indexing to 0-d gives a scalar, not a view
         positions = view_impl(xp, xp.arange(out.size).reshape(shape), **view_params)
         xp.add.at(out.reshape(-1), positions.reshape(-1), g.reshape(-1))
         return out
-    target = view_impl(xp, out, **view_params)
     if not target.flags.writeable:
         target = np.lib.stride_tricks.as_strided(target, target.shape, target.strides, writeable=True)
     target[...] = g
@@ -381,7 +417,12 @@ def view_scatter(g: Tensor, shape: tuple, view_op: OpDef, view_params: dict) -> 
 
 def selecting_view(name, impl, meta=None, grad_name=None):
     """An op that returns a view of some of its input's elements; its backward scatters into zeros."""
-    op = _view_op(name, impl, None, meta=meta, grad_name=grad_name)
+    def viewing_impl(xp, a, **params):
+        if "key" in params:
+            params["key"] = view_key(params["key"])
+        return impl(xp, a, **params)
+
+    op = _view_op(name, viewing_impl, None, meta=meta, grad_name=grad_name)
     op.backward = lambda ctx, g: view_scatter(g, _input_shape(ctx), op, ctx.params)
     return op
 
@@ -390,15 +431,30 @@ _SLICE = selecting_view("slice", lambda xp, a, key: a[key], grad_name="SliceBack
 _SELECT = selecting_view("select", lambda xp, a, key: a[key], grad_name="SelectBackward0")
 
 
+def view_key(key: tuple) -> tuple:
+    """A basic-indexing key that makes NumPy return a view even when every dim is indexed by an int
+    (a[1] of a 1-D array is a scalar copy; a[1, ...] is a 0-d view)."""
+    for part in key:
+        if part is Ellipsis:
+            return key
+    return key + (Ellipsis,)
+
+
 @export
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """The view input[..., start:start+length, ...] along `dim`."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim]
-    start = int(start)
+    start, length = int(start), int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),)
     return call(_SLICE, (input,), {"key": key})
@@ -420,7 +476,17 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def _diagonal_impl(xp, a, offset, dim1, dim2):
-    return xp.diagonal(a, offset, dim1, dim2)
+    """a writable strided view (xp.diagonal's is read-only, so writes through it would fail)."""
+    start1, start2 = max(-offset, 0), max(offset, 0)
+    length = max(min(a.shape[dim1] - start1, a.shape[dim2] - start2), 0)
+    key = [slice(None)] * a.ndim
+    key[dim1] = slice(min(start1, a.shape[dim1]), None)
+    key[dim2] = slice(min(start2, a.shape[dim2]), None)
+    corner = a[tuple(key)]
+    keep_dims = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    shape = tuple(a.shape[d] for d in keep_dims) + (length,)
+    strides = tuple(a.strides[d] for d in keep_dims) + (a.strides[dim1] + a.strides[dim2],)
+    return np.lib.stride_tricks.as_strided(corner, shape, strides)
 
 
 _DIAGONAL = selecting_view("diagonal", _diagonal_impl)
@@ -487,10 +553,29 @@ _AS_STRIDED = selecting_view("as_strided", _as_strided_impl, meta=lambda args, p
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """A view with explicit sizes and strides (elements), relative to the input's storage."""
     offset = input.storage_offset() if storage_offset is None else storage_offset
+    size, stride = tuple(int(n) for n in size), tuple(int(n) for n in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    _check_storage_bounds(input, size, stride, offset)
     relative = offset - input.storage_offset()
     if relative < 0:
         raise RuntimeError("as_strided before the tensor's first element is not supported")
-    return call(_AS_STRIDED, (input,), {"size": tuple(size), "stride": tuple(stride), "storage_offset": relative})
+    return call(_AS_STRIDED, (input,), {"size": size, "stride": stride, "storage_offset": relative})
+
+
+def _check_storage_bounds(input: Tensor, size: tuple, stride: tuple, offset: int) -> None:
+    """torch's setStorage check: the strided view must lie inside the storage (else as_strided reads wild memory)."""
+    if input._device.type == "meta":
+        return
+    itemsize = input._dtype.itemsize
+    needed = 0 if 0 in size else (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))) * itemsize
+    available = input._storage.array.nbytes
+    if needed > available:
+        raise RuntimeError(
+            f"setStorage: sizes [{', '.join(map(str, size))}], strides [{', '.join(map(str, stride))}], storage "
+            f"offset {offset}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for "
+            f"storage of size {available}"
+        )
 
 
 # ---------------------------------------------------------------- splitting
@@ -499,21 +584,27 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
 @export
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """All slices along `dim`, as views."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = wrap_dim(dim, input.ndim)
-    return tuple(select(input, dim, i) for i in range(input.shape[dim]))
+    return _mark_multi_view(tuple(select(input, dim, i) for i in range(input.shape[dim])), "Unbind")
 
 
 @export
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of chunks of `split_size` (the last may be smaller), or of the given section sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     dim = wrap_dim(dim, tensor.ndim)
     size = tensor.shape[dim]
     if isinstance(split_size_or_sections, (int, np.integer)):
         step = int(split_size_or_sections)
-        if step <= 0 and size:
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        if step == 0 and size:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        starts = range(0, size, step) if step else [0]
-        return tuple(narrow(tensor, dim, s, min(step, size - s)) for s in starts)
+        starts = range(0, size, step) if step and size else [0]
+        return _mark_multi_view(tuple(narrow(tensor, dim, s, min(step, size - s)) for s in starts), "Split")
     sections = [int(s) for s in split_size_or_sections]
     if sum(sections) != size:
         raise RuntimeError(
@@ -524,7 +615,23 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     for length in sections:
         out.append(narrow(tensor, dim, start, length))
         start += length
-    return tuple(out)
+    return _mark_multi_view(tuple(out), "SplitWithSizes")
+
+
+def _mark_multi_view(pieces: tuple, creator: str) -> tuple:
+    """torch forbids in-place ops (with grad) on the outputs of ops returning several views; remember the op."""
+    for index, piece in enumerate(pieces):
+        piece._multi_view = (creator, index)
+    return pieces
+
+
+def multi_view_error(view: Tensor) -> RuntimeError:
+    creator, index = view._multi_view
+    return RuntimeError(
+        f"Output {index} of {creator} is a view and is being modified inplace. This view is the output of a "
+        "function that returns multiple views. Such functions do not allow the output views to be modified "
+        "inplace. You should replace the inplace operation by an out-of-place one."
+    )
 
 
 export(split, name="split_with_sizes")
@@ -533,12 +640,15 @@ export(split, name="split_with_sizes")
 @export
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into `chunks` views of ceil(size / chunks) (fewer if the size is small)."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim]
-    step = max(-(-size // chunks), 1)
-    return split(input, step, dim)
+    if size == 0:
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-size // chunks), dim)
 
 
 @export
@@ -719,3 +829,35 @@ def rebase_view(view: Tensor, result: Tensor) -> None:
     view._view_version = -1  # regenerate the view's grad_fn from the new base on next use
     view._grad_fn = None
     view._requires_grad = True
+
+
+# ---------------------------------------------------------------- in-place view ops (squeeze_, t_, ...)
+
+
+def _inplace_view(name: str, fn) -> None:
+    """Tensor.<name>: self takes the shape/strides of fn(self, ...) and its place in the graph (version bumped)."""
+
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        result = fn(self, *args, **kwargs)
+        self._data = result._data
+        self._storage.version += 1
+        if result._grad_fn is not None:
+            self._grad_fn = result._grad_fn
+            self._output_nr = result._output_nr
+            self._requires_grad = True
+            self._view_version = self._storage.version
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place version of :meth:`Tensor.{name[:-1]}` (changes this tensor's shape, not its data)."
+    export(method, name=name, function=False)
+
+
+_inplace_view("squeeze_", squeeze)
+_inplace_view("unsqueeze_", unsqueeze)
+_inplace_view("t_", t)
+_inplace_view("transpose_", transpose)
+_inplace_view("swapaxes_", transpose)
+_inplace_view("swapdims_", transpose)
+_inplace_view("as_strided_", as_strided)

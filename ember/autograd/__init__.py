@@ -1,9 +1,14 @@
-"""ember.autograd: backward, grad, grad modes, Function, gradcheck, functional, anomaly detection."""
+"""ember.autograd: backward, grad, grad modes, Function, gradcheck, functional, anomaly detection, graph."""
 
 from __future__ import annotations
 
+from .._autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
+from .._autograd.function import Function, InplaceFunction, once_differentiable
 from .._autograd.functions import backward, grad
-from .._autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .._autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .._autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from . import anomaly_mode, function, functional, grad_mode, graph  # noqa: F401  (torch's submodules)
 
-__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode"]
+__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "GradcheckError", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "Function", "InplaceFunction", "once_differentiable",
+           "detect_anomaly", "set_detect_anomaly", "functional", "graph"]

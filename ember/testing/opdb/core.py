@@ -167,8 +167,12 @@ def make_array(shape, dtype: str, rng: np.random.Generator, low: float | None = 
 def to_numpy(tensor) -> np.ndarray:
     """Values of an ember or torch tensor as a NumPy array (bfloat16 widened to float32)."""
     tensor = tensor.detach()
+    if hasattr(tensor, "resolve_conj"):  # torch's lazy conjugate (adjoint, .mH) can't go to NumPy unresolved
+        tensor = tensor.resolve_conj()
     if str(tensor.dtype).endswith("bfloat16"):
         tensor = tensor.float()
+    if type(tensor).__module__.startswith("torch"):
+        return np.asarray(tensor.numpy(force=True))  # force: torch's conj-bit views and ZeroTensor grads
     return np.asarray(tensor.numpy() if hasattr(tensor, "numpy") else tensor)
 
 

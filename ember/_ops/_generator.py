@@ -1,0 +1,157 @@
+"""ember.Generator and seeding: the random streams every sampler draws from (NOTE [ Random streams ] in random.py)."""
+
+from __future__ import annotations
+
+import numbers
+import secrets
+import struct
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._device import as_device
+from .._tensor import Tensor
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
+
+_FRESH_GENERATOR_SEED = 67280421310721  # torch's seed for a newly constructed Generator
+_STATE_SIZE = 5056  # torch's CPU generator state size, so saved states have the same shape
+_MAGIC = b"EMBERPCG"
+_STATE_FORMAT = "<8sQ16s16sBI"  # magic, initial seed, PCG state, PCG increment, has_uint32, uinteger
+
+
+class Generator:
+    """torch.Generator: an independent random stream with its own seed and state (NOTE [ Random streams ])."""
+
+    def __init__(self, device="cpu") -> None:
+        device = as_device(device)
+        if device.type == "meta":
+            raise RuntimeError("META device type not an accelerator.")
+        self.device = device
+        self._initial_seed = _FRESH_GENERATOR_SEED
+        self._rng = np.random.Generator(np.random.PCG64(_FRESH_GENERATOR_SEED))
+
+    def manual_seed(self, seed) -> Generator:
+        """Reseed the stream; negative seeds wrap to 64 bits as in torch."""
+        if not isinstance(seed, numbers.Integral):
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+        seed = int(seed)
+        if not -(2**63) <= seed < 2**64:
+            raise ValueError("Overflow when unpacking long long")
+        self._initial_seed = seed % 2**64
+        self._rng = np.random.Generator(np.random.PCG64(self._initial_seed))
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy; returns the new seed."""
+        new_seed = secrets.randbits(64)
+        self.manual_seed(new_seed)
+        return new_seed
+
+    def initial_seed(self) -> int:
+        return self._initial_seed
+
+    def get_state(self) -> Tensor:
+        """The stream's state as a uint8 tensor (restore it with set_state)."""
+        state = self._rng.bit_generator.state
+        packed = struct.pack(
+            _STATE_FORMAT, _MAGIC, self._initial_seed, state["state"]["state"].to_bytes(16, "little"),
+            state["state"]["inc"].to_bytes(16, "little"), state["has_uint32"], state["uinteger"],
+        )
+        array = np.zeros(_STATE_SIZE, np.uint8)
+        array[: len(packed)] = np.frombuffer(packed, np.uint8)
+        return Tensor._make(array, dt.uint8)
+
+    def set_state(self, new_state) -> Generator:
+        """Restore a state from get_state: the stream continues exactly from where it was saved."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state._dtype is not dt.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if new_state.numel() != _STATE_SIZE:
+            raise RuntimeError(
+                f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but found the input RNG state size to be "
+                f"{new_state.numel()}"
+            )
+        raw = np.ascontiguousarray(new_state.cpu()._data).tobytes()[: struct.calcsize(_STATE_FORMAT)]
+        magic, initial, state, increment, has_uint32, uinteger = struct.unpack(_STATE_FORMAT, raw)
+        if magic != _MAGIC:
+            raise RuntimeError("RNG state was not produced by an ember Generator")
+        bit_generator = np.random.PCG64()
+        bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(state, "little"), "inc": int.from_bytes(increment, "little")},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
+        }
+        self._initial_seed = initial
+        self._rng = np.random.Generator(bit_generator)
+        return self
+
+    def __reduce__(self):
+        return (_rebuild_generator, (str(self.device), self.get_state()))
+
+    def __repr__(self) -> str:
+        return f"<ember.Generator object at {hex(id(self))}>"
+
+
+def _rebuild_generator(device, state) -> Generator:
+    return Generator(device).set_state(state)
+
+
+default_generator = Generator()
+default_generator.seed()  # torch seeds its default generator nondeterministically at startup
+_device_generators: dict = {}  # (type, index) -> Generator, created on first use
+
+
+def _default_for(device) -> Generator:
+    if device.type == "cpu":
+        return default_generator
+    key = (device.type, device.index or 0)
+    generator = _device_generators.get(key)
+    if generator is None:
+        generator = _device_generators[key] = Generator(f"{key[0]}:{key[1]}")
+        generator.manual_seed(default_generator.initial_seed())
+    return generator
+
+
+def _generator_for(generator, device) -> Generator:
+    """The generator to draw from for a result on `device` (the device's default when None)."""
+    if generator is None:
+        return _default_for(device)
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a torch.Generator, not {type(generator).__name__}")
+    if generator.device.type != device.type:
+        raise RuntimeError(
+            f"Expected a '{device.type}' device type for generator but found '{generator.device.type}'"
+        )
+    return generator
+
+
+def manual_seed(seed) -> Generator:
+    """Seed the default generators of every device; returns the CPU default generator."""
+    seed = int(seed)
+    default_generator.manual_seed(seed)
+    for generator in _device_generators.values():
+        generator.manual_seed(seed)
+    return default_generator
+
+
+def seed() -> int:
+    """Seed every default generator from the operating system's entropy; returns the seed."""
+    new_seed = default_generator.seed()
+    for generator in _device_generators.values():
+        generator.manual_seed(new_seed)
+    return new_seed
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    default_generator.set_state(new_state)

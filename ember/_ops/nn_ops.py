@@ -1,0 +1,269 @@
+"""Neural-network primitives: activations, softmax family, linear, dropout.
+
+Most activations could be written as compositions of pointwise ops; the ones
+here are primitives because training calls them constantly (one NumPy pass
+forward, one backward, instead of several) or because torch's subgradient at a
+kink (relu at 0 -> 0) must be reproduced exactly.  Their gradients are
+written in ember ops, so double backward works.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
+from .._tensor import Tensor, wrap_dim
+from . import special_math
+from ._api import export
+from ._shapes import broadcast_meta
+
+
+def _float_rule(args, params):
+    dtype = args[0]._dtype
+    if dtype.category < 2:
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(f'"{params.get("_name", "op")}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
+    return dtype, dtype
+
+
+def _activation(name, impl, backward, saves=SAVE_INPUTS, rule=promote):
+    return OpDef(name, impl, backward, dtype_rule=rule, saves=saves, meta=broadcast_meta)
+
+
+# relu: the subgradient at 0 is 0, as torch's threshold_backward.
+RELU = _activation("relu", lambda xp, a: xp.maximum(a, 0) if a.dtype != np.bool_ else a.copy(),
+                   lambda ctx, g: g * (ctx.result > 0), saves=SAVE_RESULT)
+
+
+def _leaky_impl(xp, a, negative_slope):
+    return xp.where(a > 0, a, a * negative_slope)
+
+
+def _leaky_backward(ctx, g):
+    x = ctx.inputs[0]
+    return g.where(x > 0, g * ctx.params["negative_slope"])
+
+
+LEAKY_RELU = _activation("leaky_relu", _leaky_impl, _leaky_backward, rule=_float_rule)
+
+
+def _elu_impl(xp, a, alpha, scale, input_scale):
+    return xp.where(a > 0, a * scale, alpha * scale * xp.expm1(a * input_scale))
+
+
+def _elu_backward(ctx, g):
+    x = ctx.inputs[0]
+    alpha, scale, input_scale = ctx.params["alpha"], ctx.params["scale"], ctx.params["input_scale"]
+    negative = g * (x * input_scale).exp() * (alpha * scale * input_scale)
+    return (g * scale).where(x > 0, negative)
+
+
+ELU = _activation("elu", _elu_impl, _elu_backward, rule=_float_rule)
+
+
+def _gelu_impl(xp, a, approximate):
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a)
+        return 0.5 * a * (1.0 + xp.tanh(inner))
+    return 0.5 * a * (1.0 + special_math.erf(xp, a * (1.0 / math.sqrt(2.0))))
+
+
+def _gelu_backward(ctx, g):
+    x = ctx.inputs[0]
+    if ctx.params["approximate"] == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = k * (x + 0.044715 * x.pow(3))
+        t = inner.tanh()
+        d_inner = k * (1 + 3 * 0.044715 * x.square())
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t.square()) * d_inner)
+    cdf = 0.5 * (1 + (x * (1.0 / math.sqrt(2.0))).erf())
+    pdf = (-0.5 * x.square()).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+    return g * (cdf + x * pdf)
+
+
+GELU = _activation("gelu", _gelu_impl, _gelu_backward, rule=_float_rule)
+
+
+def _silu_impl(xp, a):
+    return a * special_math.sigmoid(xp, a)
+
+
+def _silu_backward(ctx, g):
+    x = ctx.inputs[0]
+    s = x.sigmoid()
+    return g * s * (1 + x * (1 - s))
+
+
+SILU = _activation("silu", _silu_impl, _silu_backward, rule=_float_rule)
+
+
+def _softplus_impl(xp, a, beta, threshold):
+    scaled = a * beta
+    return xp.where(scaled > threshold, a, xp.log1p(xp.exp(xp.minimum(scaled, threshold))) / beta)
+
+
+def _softplus_backward(ctx, g):
+    x = ctx.inputs[0]
+    beta, threshold = ctx.params["beta"], ctx.params["threshold"]
+    scaled = x * beta
+    return g.where(scaled > threshold, g * scaled.sigmoid())
+
+
+SOFTPLUS = _activation("softplus", _softplus_impl, _softplus_backward, rule=_float_rule)
+
+
+def _hardtanh_impl(xp, a, min_val, max_val):
+    return xp.minimum(xp.maximum(a, min_val), max_val)
+
+
+def _hardtanh_backward(ctx, g):
+    x = ctx.inputs[0]
+    inside = (x > ctx.params["min_val"]) & (x < ctx.params["max_val"])
+    return g * inside
+
+
+HARDTANH = _activation("hardtanh", _hardtanh_impl, _hardtanh_backward)
+
+
+# ---------------------------------------------------------------- softmax family
+
+
+def _softmax_impl(xp, a, dim):
+    shifted = a - a.max(axis=dim, keepdims=True) if a.size else a
+    e = xp.exp(shifted)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _log_softmax_impl(xp, a, dim):
+    if not a.size:
+        return a.copy()
+    shifted = a - a.max(axis=dim, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+def _softmax_backward(ctx, g):
+    y = ctx.result
+    dim = ctx.params["dim"]
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def _log_softmax_backward(ctx, g):
+    y = ctx.result
+    dim = ctx.params["dim"]
+    return g - y.exp() * g.sum(dim, keepdim=True)
+
+
+def _softmax_rule(args, params):
+    dtype = args[0]._dtype
+    if dtype.category < 2:
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
+    return dtype, dtype
+
+
+SOFTMAX = OpDef("softmax", _softmax_impl, _softmax_backward, dtype_rule=_softmax_rule, saves=SAVE_RESULT,
+                meta=lambda args, p: args[0].shape)
+LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward, dtype_rule=_softmax_rule,
+                    saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
+
+
+@export
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return call(SOFTMAX, (input,), {"dim": wrap_dim(dim, input.ndim) if input.ndim else None})
+
+
+@export
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return call(LOG_SOFTMAX, (input,), {"dim": wrap_dim(dim, input.ndim) if input.ndim else None})
+
+
+# ---------------------------------------------------------------- linear
+
+
+def _linear_impl(xp, x, weight, bias=None):
+    out = x @ weight.T
+    if bias is not None:
+        out += bias
+    return out
+
+
+def _linear_backward(ctx, g):
+    x, weight, bias = ctx.inputs
+    grad_x = grad_w = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_x = g.matmul(weight)
+    if ctx.needs_input_grad[1]:
+        if x.ndim == 1:
+            grad_w = g.unsqueeze(-1) * x
+        else:
+            grad_w = g.reshape(-1, g.shape[-1]).t().matmul(x.reshape(-1, x.shape[-1]))
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_b = g.reshape(-1, g.shape[-1]).sum(0) if g.ndim > 1 else g
+        if bias.ndim == 0:
+            grad_b = grad_b.sum()
+    return grad_x, grad_w, grad_b
+
+
+def _linear_meta(args, params):
+    x, weight = args[0], args[1]
+    return tuple(x.shape[:-1]) + (tuple(weight.shape[:1]) if weight.ndim == 2 else ())
+
+
+LINEAR = OpDef("linear", _linear_impl, _linear_backward, dtype_rule=promote, saves=SAVE_INPUTS, meta=_linear_meta,
+               grad_name="AddmmBackward0")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias (torch.nn.functional.linear)."""
+    in_features = weight.shape[-1] if weight.ndim else 1
+    if input.ndim == 0 or input.shape[-1] != in_features:
+        rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
+        cols = input.shape[-1] if input.ndim else 1
+        if weight.ndim == 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
+                               f"{weight.shape[1]}x{weight.shape[0]})")
+        raise RuntimeError(f"size mismatch, got input ({cols}), mat ({cols}x{in_features}), vec ({in_features})")
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_name(input._dtype)} and "
+                           f"{_name(weight._dtype)}")
+    return call(LINEAR, (input, weight, bias))
+
+
+def _name(dtype):
+    from .._tensor import SCALAR_NAMES
+
+    return SCALAR_NAMES[dtype.name]
+
+
+# ---------------------------------------------------------------- dropout
+
+
+def _mask_multiply_impl(xp, a, mask, scale):
+    return a * mask * scale
+
+
+DROPOUT = OpDef("dropout", _mask_multiply_impl, lambda ctx, g: (g * ctx.inputs[1] * ctx.params["scale"], None),
+                dtype_rule=lambda args, p: (args[0]._dtype, args[0]._dtype), saves=SAVE_INPUTS,
+                meta=lambda args, p: args[0].shape, grad_name="NativeDropoutBackward0")
+
+
+def dropout_with_mask(input: Tensor, mask: Tensor, scale: float) -> Tensor:
+    """input * mask * scale; mask is a 0/1 tensor of input's dtype."""
+    return call(DROPOUT, (input, mask), {"scale": scale})
+
+
+
+@export(inplace=True)
+def relu(input: Tensor) -> Tensor:
+    """max(x, 0) (torch.relu)."""
+    return call(RELU, (input,))

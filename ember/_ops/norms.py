@@ -1,0 +1,291 @@
+"""Norms and matrix powers: linalg.vector_norm (one op, torch's norm_backward), matrix_norm and
+norm (composites over vector_norm, svdvals and reductions, as torch's are), torch.norm,
+linalg.matrix_power, and the torch-level aliases of linalg functions (det, inverse, ...).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dtype as dt
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
+from .._tensor import SCALAR_NAMES, Tensor
+from ._api import export
+from ._shapes import normalize_dims
+from .decompositions import _conj, _finish, _real_of, check_matrix
+
+INF = math.inf
+
+
+def _norm_impl(xp, a, ord, dim, keepdim):
+    x = xp.abs(a)
+    if ord == INF:
+        return xp.max(x, axis=dim, keepdims=keepdim)
+    if ord == -INF:
+        return xp.min(x, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(x.dtype)
+    if ord == 1:
+        return xp.sum(x, axis=dim, keepdims=keepdim)
+    if ord == 2:
+        return xp.sqrt(xp.sum(x * x, axis=dim, keepdims=keepdim))
+    return xp.sum(x ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def _norm_backward(ctx, g):
+    """torch's norm_backward: the gradient of the ord-norm, 0 where the norm is 0."""
+    (x,) = ctx.inputs
+    norm = ctx.result
+    p, dim, keepdim = ctx.params["ord"], ctx.params["dim"], ctx.params["keepdim"]
+    if not keepdim and x.ndim:
+        for d in dim:
+            g = g.unsqueeze(d)
+            norm = norm.unsqueeze(d)
+    if p == 0:
+        return x.new_zeros(x.shape) * g
+    if p == 1:
+        return x.sgn() * g
+    if p == 2:
+        return x * (g / norm).masked_fill(norm == 0, 0)
+    if math.isinf(p):
+        mask = x.abs() == norm
+        return x.sgn() * (g / mask.sum(dim, keepdim=True)) * mask
+    if p < 1:
+        scaled = (x.sgn() * x.abs().pow(p - 1)).masked_fill(x == 0, 0)
+        return scaled * g * norm.pow(1 - p)
+    if p < 2:
+        scaled = x.sgn() * x.abs().pow(p - 1)
+    else:
+        scaled = x * x.abs().pow(p - 2)
+    return scaled * (g / norm.pow(p - 1)).masked_fill(norm == 0, 0)
+
+
+def _norm_rule(args, params):
+    dtype = args[0]._dtype
+    return dtype, _real_of(dtype)
+
+
+def _norm_meta(args, params):
+    from .reduction import reduced_shape
+
+    return reduced_shape(args[0].shape, params["dim"], params["keepdim"])
+
+
+_VECTOR_NORM = OpDef("linalg_vector_norm", _norm_impl, _norm_backward, dtype_rule=_norm_rule, meta=_norm_meta,
+                     saves=SAVE_INPUTS | SAVE_RESULT)
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """The ord-norm of x over `dim` (all elements by default), like torch.linalg.vector_norm."""
+    if x._dtype.category < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES[x._dtype.name]}")
+    if dtype is not None:
+        if dtype.category < 2:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
+                               f"{SCALAR_NAMES[dtype.name]}")
+        if dt.promote_types(x._dtype, dtype) is not dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({SCALAR_NAMES[x._dtype.name]}) should be "
+                               f"convertible without narrowing to the specified dtype ({SCALAR_NAMES[dtype.name]})")
+        x = x.to(dtype)
+    ord = float(ord)
+    dims = normalize_dims(dim, x.ndim) if x.ndim else ()
+    if ord < 0 or math.isinf(ord):
+        for d in dims or range(x.ndim):
+            if x.shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
+                                   "because the operation does not have an identity")
+        if x.numel() == 0 and not x.ndim:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
+                               "because the operation does not have an identity")
+    return _finish(call(_VECTOR_NORM, (x,), {"ord": ord, "dim": dims, "keepdim": bool(keepdim)}), out)
+
+
+def _ord_name(ord: float) -> str:
+    if math.isinf(ord):
+        return "inf" if ord > 0 else "-inf"
+    return f"{ord:g}"
+
+
+def _matrix_dims(A: Tensor, dim) -> tuple:
+    from .._tensor import wrap_dim
+
+    d0, d1 = wrap_dim(dim[0], A.ndim), wrap_dim(dim[1], A.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Frobenius, nuclear, 1, -1, 2, -2, inf or -inf norm of matrices over the two dims `dim`."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if A._dtype.category < 2:
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES[A._dtype.name]}")
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, INF, -INF):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    d0, d1 = _matrix_dims(A, dim)
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        return _finish(vector_norm(A, 2, (d0, d1), keepdim), out)
+    moved = A.movedim((d0, d1), (-2, -1))
+    if ord == "nuc" or ord in (2, -2):
+        from .spectral import svdvals
+
+        values = svdvals(moved)
+        if ord == "nuc":
+            result = values.sum(-1)
+        else:
+            result = values.amax(-1) if ord == 2 else values.amin(-1)
+    else:
+        # 1-norms reduce the columns' sums (dim -2 first), inf-norms the rows' sums
+        sums = moved.abs().sum(-2 if abs(ord) == 1 else -1)
+        result = sums.amax(-1) if ord > 0 else sums.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            result = result.unsqueeze(d)
+    return _finish(result, out)
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """torch.linalg.norm: a vector norm, or a matrix norm when ord is a string or dim has two entries."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
+    if dim is None:
+        if A.ndim == 2 or isinstance(ord, str):
+            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+        if A.ndim != 1:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                               f"{A.ndim}D.")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+
+
+@export(name="norm")
+def torch_norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None) -> Tensor:
+    """torch.norm (deprecated in torch for linalg's norms): 'fro' or a number is a vector norm over dim."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "nuc" or (isinstance(p, str) and p != "fro"):
+        return matrix_norm(input, p, dim if dim is not None else (-2, -1), keepdim, dtype=dtype, out=out)
+    if p == "fro" or p is None:
+        p = 2
+    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
+    """A to the integer power n by repeated squaring; negative n inverts first; n = 0 is the identity."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    from .linalg import matmul
+
+    if n == 0:
+        from .creation import eye
+
+        identity = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
+        return _finish(A * 0 + identity if A.requires_grad else identity.contiguous(), out)
+    if n < 0:
+        from .decompositions import inv
+
+        A, n = inv(A), -n
+    result, base = None, A
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return _finish(result if result is not A else A.clone(), out)
+
+
+_ = (SAVE_RESULT, _conj, check_matrix)
+
+
+# ---------------------------------------------------------------- torch-level names of linalg functions
+
+
+@export
+def det(input: Tensor) -> Tensor:
+    """torch.det: linalg.det."""
+    from .decompositions import det as linalg_det
+
+    return linalg_det(input)
+
+
+@export
+def logdet(input: Tensor) -> Tensor:
+    """log(det(input)): nan for a negative determinant, -inf for a zero one."""
+    from .decompositions import slogdet as linalg_slogdet
+
+    check_matrix("linalg.slogdet", input, low_precision="lu")
+    sign, logabsdet = linalg_slogdet(input)
+    if input._dtype.is_complex:
+        return logabsdet + sign.log()
+    return logabsdet.masked_fill(sign < 0, math.nan)
+
+
+@export
+def slogdet(input: Tensor):
+    """torch.slogdet: linalg.slogdet, as a torch.return_types.slogdet."""
+    from .. import return_types
+    from .decompositions import slogdet as linalg_slogdet
+
+    return return_types.slogdet(*linalg_slogdet(input))
+
+
+@export
+def inverse(input: Tensor, *, out=None) -> Tensor:
+    """torch.inverse: linalg.inv."""
+    from .decompositions import inv
+
+    return inv(input, out=out)
+
+
+@export
+def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """torch.cholesky (deprecated in torch for linalg.cholesky)."""
+    from .decompositions import cholesky as linalg_cholesky
+
+    return linalg_cholesky(input, upper=upper, out=out)
+
+
+@export
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    from .spectral import pinv
+
+    return pinv(input, rtol=rcond)
+
+
+@export(name="matrix_power")
+def torch_matrix_power(input: Tensor, n: int) -> Tensor:
+    return matrix_power(input, n)
+
+
+@export(name="svd")
+def torch_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
+    """torch.svd: (U, S, V) with V, not Vh; zero-filled U and V when compute_uv=False."""
+    from .. import return_types
+    from .spectral import svd as linalg_svd
+
+    U, S, Vh = linalg_svd(input, full_matrices=not some)
+    if not compute_uv:
+        return return_types.svd(U.new_zeros(U.shape).detach(), S, Vh.new_zeros(Vh.shape).detach())
+    return return_types.svd(U, S, _conj(Vh).mT)
+
+
+@export(name="qr")
+def torch_qr(input: Tensor, some: bool = True, *, out=None):
+    """torch.qr: linalg.qr with mode 'reduced' (some=True) or 'complete'."""
+    from .. import return_types
+    from .spectral import qr as linalg_qr
+
+    return return_types.qr(*linalg_qr(input, "reduced" if some else "complete"))

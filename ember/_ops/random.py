@@ -1,0 +1,710 @@
+"""Random numbers: Generator and seeding, sampling factories (rand, randn, normal ...) and in-place fills.
+
+NOTE [ Random streams ]
+Each ember `Generator` wraps a `numpy.random.Generator` over PCG64, seeded with the
+generator's 64-bit seed.  Draws are made on the host in float32 (float64 for
+float64/complex128 results), then cast and moved to the tensor's device, so
+float16/bfloat16 results are float32 draws rounded, as torch's CPU kernels do.
+Streams are reproducible under a seed and saved/restored exactly by
+get_state/set_state; they are not bit-identical to torch's.  Meta tensors never
+draw.  Sampling ops record autograd nodes whose gradient is zero (torch's
+derivatives for them), so a sampled value is a constant to autograd.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._backends import MetaArray
+from .._device import as_device
+from .._dispatch import OpDef, call, device_module
+from .._tensor import SCALAR_NAMES, Tensor
+from ._api import export, write_out
+from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.manual_seed ...
+    Generator,
+    _device_generators,
+    _generator_for,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from .creation import _sizes, _with_grad, cast_fill_value, zeros_like
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
+
+# ---------------------------------------------------------------- host samplers
+# Each returns a NumPy array of `shape` drawn from `rng` in a float working type (or int64).
+
+
+def _working_type(dtype: dt.dtype):
+    return np.float64 if dtype in (dt.float64, dt.complex128) else np.float32
+
+
+def _real_shape(shape, dtype: dt.dtype) -> tuple:
+    """Complex results are drawn as (..., 2) real pairs, as torch fills view_as_real(self)."""
+    return tuple(shape) + (2,) if dtype.is_complex else tuple(shape)
+
+
+def _as_complex(values, dtype: dt.dtype):
+    if not dtype.is_complex:
+        return values
+    return values[..., 0] + 1j * values[..., 1]
+
+
+def _draw_uniform(rng, shape, dtype, low=0.0, high=1.0):
+    working = _working_type(dtype)
+    values = rng.random(_real_shape(shape, dtype), dtype=working)
+    if low != 0.0 or high != 1.0:
+        values = (values * working(high - low) + working(low)).astype(working)
+    return _as_complex(values, dtype)
+
+
+def _draw_normal(rng, shape, dtype, mean=0.0, std=1.0):
+    working = _working_type(dtype)
+    if dtype.is_complex:
+        std = std / math.sqrt(2.0)  # torch: each of the real and imaginary parts has variance std**2 / 2
+    values = rng.standard_normal(_real_shape(shape, dtype), dtype=working)
+    if mean != 0.0 or std != 1.0:
+        values = (values * working(std) + working(mean)).astype(working)
+    return _as_complex(values, dtype)
+
+
+def _draw_integers(rng, shape, low, high_inclusive):
+    return rng.integers(low, high_inclusive, size=shape, dtype=np.int64, endpoint=True)
+
+
+def _on_device(host, dtype: dt.dtype, device):
+    host = np.asarray(host).astype(dtype.np_dtype, copy=False)
+    if device.type == "cpu":
+        return host
+    return device_module(device).asarray(host)
+
+
+# ---------------------------------------------------------------- checks with torch's messages
+
+
+def _fmt(value) -> str:
+    """A double printed as C++ streams do (2.0 -> 2, 0.5 -> 0.5)."""
+    return f"{value:g}"
+
+
+def _not_implemented(kernel: str, dtype: dt.dtype):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
+
+
+def _require_float(kernel: str, dtype: dt.dtype, complex_ok: bool = True) -> None:
+    if not (dtype.is_floating_point or (complex_ok and dtype.is_complex)):
+        raise _not_implemented(kernel, dtype)
+
+
+_BOUNDS_NAMES = {
+    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double",
+}
+
+
+def _check_int64(*values) -> None:
+    for value in values:
+        if not -(2**63) <= value < 2**63:
+            raise ValueError("Overflow when unpacking long long")
+
+
+def _check_random_bounds(low: int, high: int, dtype: dt.dtype) -> None:
+    """torch's check_random_bounds: from < to, both representable in dtype (floats warn past 2**digits)."""
+    _check_int64(low, high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
+    name = _BOUNDS_NAMES[dtype.name]
+    if dtype.is_floating_point:
+        info = dt.finfo(dtype)
+        lowest, highest = info.min, info.max
+    elif dtype is dt.bool_:
+        lowest, highest = 0, 1
+    else:
+        info = dt.iinfo(dtype)
+        lowest, highest = info.min, info.max
+    if not lowest <= low <= highest:
+        raise RuntimeError(f"from is out of bounds for {name}")
+    if not lowest <= high - 1 <= highest:
+        raise RuntimeError(f"to - 1 is out of bounds for {name}")
+    if dtype.is_floating_point:
+        digits = np.finfo(dt.float32.np_dtype if dtype is dt.bfloat16 else dtype.np_dtype).nmant + 1
+        if dtype is dt.bfloat16:
+            digits = 8
+        for label, value in (("from", low), ("to - 1", high - 1)):
+            if abs(value) > 2**digits:
+                warnings.warn(
+                    f"{label} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations {name} "
+                    "can support discrete uniform distribution only within this range. This warning will become "
+                    "an error in version 1.7 release, please fix the code in advance",
+                    UserWarning,
+                    stacklevel=3,
+                )
+
+
+def _full_random_range(dtype: dt.dtype, low: int = 0) -> tuple:
+    """random_() / random_(from, None): [from, max] inclusive; floats up to 2**mantissa digits."""
+    if dtype is dt.bool_:
+        return low, 1
+    if dtype.category == 1:
+        return low, dt.iinfo(dtype).max
+    digits = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}[dtype]
+    return low, 2**digits
+
+
+# ---------------------------------------------------------------- factories
+
+
+def _factory(size, dtype, device, requires_grad, out, generator, draw) -> Tensor:
+    """A new tensor of `size` whose values are draw(rng, size) (no draw on the meta device)."""
+    if device is None and out is not None:
+        device = out._device
+    device = as_device(device)
+    if device.type == "meta":
+        array = MetaArray(size, dtype.np_dtype)
+    else:
+        rng = _generator_for(generator, device)._rng
+        array = _on_device(draw(rng, size), dtype, device)
+    result = _with_grad(Tensor._make(array, dtype, device), requires_grad)
+    if out is not None:
+        return write_out(out, result)
+    return result
+
+
+def _factory_size(size_args, size) -> tuple:
+    return _sizes((size,)) if size is not None else _sizes(size_args)
+
+
+def _float_dtype(dtype, out) -> dt.dtype:
+    if dtype is not None:
+        return dtype
+    return out._dtype if out is not None else dt.get_default_dtype()
+
+
+@export(method=False)
+def rand(*size_args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uniform samples on [0, 1)."""
+    dtype = _float_dtype(dtype, out)
+    _require_float("check_uniform_bounds", dtype)
+    return _factory(_factory_size(size_args, size), dtype, device, requires_grad, out, generator,
+                    lambda rng, shape: _draw_uniform(rng, shape, dtype))
+
+
+@export(method=False)
+def randn(*size_args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Standard normal samples (complex: each part has variance 1/2)."""
+    dtype = _float_dtype(dtype, out)
+    _require_float("normal_kernel_cpu", dtype)
+    return _factory(_factory_size(size_args, size), dtype, device, requires_grad, out, generator,
+                    lambda rng, shape: _draw_normal(rng, shape, dtype))
+
+
+def _randint_arguments(args, low, high, size):
+    """randint(high, size) or randint(low, high, size), positionally or by keyword."""
+    args = list(args)
+    if size is None and args and isinstance(args[-1], (tuple, list)):
+        size = args.pop()
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif args:
+        size = None
+    low = 0 if low is None else low
+    values = (low, high)
+    if size is None or high is None or not all(isinstance(v, numbers.Integral) for v in values):
+        got = ", ".join(type(v).__name__ for v in [*args, *([size] if size is not None else [])])
+        raise TypeError(
+            f"randint() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+            " * (int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = "
+            "None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool "
+            "requires_grad = False)\n"
+            " * (int low, int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype "
+            "dtype = None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool "
+            "requires_grad = False)\n"
+        )
+    return int(low), int(high), size
+
+
+@export(method=False)
+def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None, layout=None,
+            device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Integers uniform on [low, high); int64 unless dtype says otherwise."""
+    low, high, size = _randint_arguments(args, low, high, size)
+    dtype = dtype or (out._dtype if out is not None else dt.int64)
+    _check_random_bounds(low, high, dtype)
+    return _factory(_sizes((size,)), dtype, device, requires_grad, out, generator,
+                    lambda rng, shape: _draw_integers(rng, shape, low, high - 1))
+
+
+@export(method=False)
+def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, device=None,
+             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1."""
+    dtype = dtype or (out._dtype if out is not None else dt.int64)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if dtype is dt.bool_ or dtype.is_complex:
+        raise _not_implemented("randperm", dtype)
+    if dtype.category == 1 and n - 1 > dt.iinfo(dtype).max:
+        from .creation import FILL_TYPE_NAMES
+
+        raise RuntimeError(f"value cannot be converted to type {FILL_TYPE_NAMES[dtype.name]} without overflow")
+    return _factory((int(n),), dtype, device, requires_grad, out, generator,
+                    lambda rng, shape: rng.permutation(shape[0]))
+
+
+def _like_args(input, dtype, device):
+    return input.shape, dtype or input._dtype, device if device is not None else input._device
+
+
+@export(method=False)
+def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
+    size, dtype, device = _like_args(input, dtype, device)
+    return rand(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@export(method=False)
+def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    size, dtype, device = _like_args(input, dtype, device)
+    return randn(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@export(method=False)
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator=None, dtype=None, layout=None,
+                 device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
+    """randint_like(input, high) or randint_like(input, low, high), in input's dtype by default."""
+    if high is None:
+        low, high = 0, low
+    size, dtype, device = _like_args(input, dtype, device)
+    return randint(low, high, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------- sampling ops with (zero) gradients
+
+
+def _zero_grads(ctx, grad):
+    zeros = tuple(zeros_like(grad) if need else None for need in ctx.needs_input_grad)
+    return zeros if len(zeros) > 1 else zeros[0]
+
+
+def _shape_of_first(args, params):
+    return args[0].shape
+
+
+def _broadcast_meta(args, params):
+    from ._shapes import broadcast_shapes
+
+    return broadcast_shapes(*(a.shape for a in args))
+
+
+def _result_dtype(args, params):
+    return None, params["dtype"]
+
+
+def _sampling_op(name: str, impl, grad_name: str, meta=_shape_of_first) -> OpDef:
+    return OpDef(name, impl, _zero_grads, dtype_rule=_result_dtype, meta=meta, upcast_half=False,
+                 grad_name=grad_name)
+
+
+def _draw_with(params, shape):
+    """Run params['draw'](rng, shape, dtype) for an op impl."""
+    return params["draw"](params["generator"]._rng, shape, params["dtype"])
+
+
+def _draw_impl(xp, a, **params):
+    return xp.asarray(_draw_with(params, a.shape))
+
+
+def _normal_impl(xp, *arrays, **params):
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    mean = arrays[0] if params["mean"] is None else params["mean"]
+    std = arrays[-1] if params["std"] is None else params["std"]
+    working = _working_type(params["dtype"])
+    values = params["generator"]._rng.standard_normal(shape, dtype=working)
+    return xp.asarray(values) * xp.asarray(std, dtype=working) + xp.asarray(mean, dtype=working)
+
+
+_NORMAL_TENSOR_FLOAT = _sampling_op("normal", _normal_impl, "NormalBackward1", _broadcast_meta)
+_NORMAL_FLOAT_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward2", _broadcast_meta)
+_NORMAL_TENSOR_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward3", _broadcast_meta)
+
+
+def _check_std(std) -> None:
+    if isinstance(std, Tensor):
+        if std._device.type != "meta" and bool((std._data < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
+
+
+@export(method=False)
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """Normal samples: tensor/tensor (broadcast), tensor/float, float/tensor, or float/float with size."""
+    mean_is_tensor, std_is_tensor = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_is_tensor and not std_is_tensor:
+        if size is None:
+            raise TypeError(
+                f"normal() received an invalid combination of arguments - got ({type(mean).__name__}, "
+                f"{type(std).__name__}), but expected one of:\n * (Tensor mean, Tensor std, *, torch.Generator "
+                "generator = None, Tensor out = None)\n * (Tensor mean, float std = 1, *, torch.Generator generator "
+                "= None, Tensor out = None)\n * (float mean, Tensor std, *, torch.Generator generator = None, Tensor "
+                "out = None)\n * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+                "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
+                "None, bool pin_memory = False, bool requires_grad = False)\n"
+            )
+        dtype = _float_dtype(dtype, out)
+        _require_float("normal_kernel_cpu", dtype)
+        _check_std(std)
+        return _factory(_sizes((size,)), dtype, device, requires_grad, out, generator,
+                        lambda rng, shape: _draw_normal(rng, shape, dtype, float(mean), float(std)))
+    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    result_dtype = tensors[0]._dtype if len(tensors) == 1 else dt.promote_types(mean._dtype, std._dtype)
+    _require_float("normal_kernel_cpu", result_dtype, complex_ok=False)
+    _check_std(std)
+    if mean_is_tensor and std_is_tensor:
+        op = _NORMAL_TENSOR_TENSOR
+        from ._shapes import broadcast_shapes
+
+        broadcast_shapes(mean.shape, std.shape)
+    else:
+        op = _NORMAL_TENSOR_FLOAT if mean_is_tensor else _NORMAL_FLOAT_TENSOR
+    params = {
+        "mean": None if mean_is_tensor else float(mean),
+        "std": None if std_is_tensor else float(std),
+        "dtype": result_dtype,
+        "generator": _generator_for(generator, tensors[0]._device) if tensors[0]._device.type != "meta" else None,
+    }
+    result = call(op, tensors, params)
+    return write_out(out, result) if out is not None else result
+
+
+_BERNOULLI_TENSOR = _sampling_op(
+    "bernoulli", lambda xp, p, **params: xp.asarray(params["generator"]._rng.random(p.shape) < np.asarray(p)),
+    "BernoulliBackward0",
+)
+_BERNOULLI_FLOAT = _sampling_op(
+    "bernoulli", lambda xp, a, **params: xp.asarray(params["generator"]._rng.random(a.shape) < params["p"]),
+    "BernoulliBackward2",
+)
+_BERNOULLI_INPLACE_TENSOR = _sampling_op(
+    "bernoulli",
+    lambda xp, a, p, **params: xp.asarray(params["generator"]._rng.random(a.shape) < np.asarray(p)),
+    "BernoulliBackward1",
+)
+
+
+def _check_probability(p) -> None:
+    if isinstance(p, Tensor):
+        if p._device.type != "meta":
+            values = p._data
+            if not bool(((values >= 0) & (values <= 1)).all()):
+                raise RuntimeError(
+                    "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
+                    "improved?  If so, please report an enhancement request to PyTorch.)"
+                )
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_fmt(p)}")
+
+
+def _generator_of(tensor: Tensor, generator):
+    return None if tensor._device.type == "meta" else _generator_for(generator, tensor._device)
+
+
+@export
+def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
+    """Draw 0/1 with probability `input` (or the float `p`, keeping input's dtype and shape)."""
+    if p is None:
+        _require_float("bernoulli_tensor_cpu_p_", input._dtype)
+        _check_probability(input)
+        result = call(_BERNOULLI_TENSOR, (input,), {"dtype": input._dtype,
+                                                    "generator": _generator_of(input, generator)})
+    else:
+        _check_probability(p)
+        result = call(_BERNOULLI_FLOAT, (input,), {"dtype": input._dtype, "p": float(p),
+                                                   "generator": _generator_of(input, generator)})
+    return write_out(out, result) if out is not None else result
+
+
+_POISSON = _sampling_op(
+    "poisson", lambda xp, rate, **params: xp.asarray(params["generator"]._rng.poisson(np.asarray(rate, np.float64))),
+    "PoissonBackward0",
+)
+
+
+@export(method=False)
+def poisson(input: Tensor, generator=None) -> Tensor:
+    """Poisson samples with rates `input` (float dtypes only)."""
+    _require_float("poisson_cpu", input._dtype, complex_ok=False)
+    if input._device.type != "meta" and not bool((input._data >= 0).all()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    return call(_POISSON, (input,), {"dtype": input._dtype, "generator": _generator_of(input, generator)})
+
+
+@export
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out=None) -> Tensor:
+    """Category indices drawn from the (unnormalised) rows of `input`, with or without replacement."""
+    if not (input._dtype.is_floating_point):
+        raise RuntimeError(
+            f"multinomial only supports floating-point dtypes for input, got: {SCALAR_NAMES[input._dtype.name]}"
+        )
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    categories = input.shape[-1]
+    if not replacement and num_samples > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if categories > 2**24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    shape = (num_samples,) if input.ndim == 1 else (input.shape[0], num_samples)
+    if input._device.type == "meta":
+        result = Tensor._make(MetaArray(shape, np.int64), dt.int64, input._device)
+    else:
+        rows = np.asarray(input.detach().cpu()._data, np.float64).reshape(-1, categories)
+        if not (np.isfinite(rows).all() and (rows >= 0).all()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if (rows.sum(axis=1) <= 0).any():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        rng = _generator_for(generator, input._device)._rng
+        indices = _sample_categories(rng, rows, num_samples, replacement).reshape(shape)
+        result = Tensor._make(_on_device(indices, dt.int64, input._device), dt.int64, input._device)
+    return write_out(out, result) if out is not None else result
+
+
+def _sample_categories(rng, rows, num_samples: int, replacement: bool):
+    if replacement:
+        cumulative = np.cumsum(rows, axis=1)
+        cumulative /= cumulative[:, -1:]
+        draws = rng.random((rows.shape[0], num_samples))
+        indices = np.stack([np.searchsorted(c, d, side="right") for c, d in zip(cumulative, draws)])
+        return np.minimum(indices, rows.shape[1] - 1)
+    # Without replacement: the top-k of p / Exponential(1) keys (torch's algorithm; zero-probability categories
+    # come last, in random order, when more samples than non-zero categories are asked for).
+    keys = rows / rng.standard_exponential(rows.shape)
+    return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+
+
+# ---------------------------------------------------------------- in-place fills
+
+_FILL_OPS: dict = {}
+
+
+def _inplace_sample(self: Tensor, grad_name: str, draw, generator, extra=()) -> Tensor:
+    """self <- draw(rng, shape, dtype) through a zero-gradient op, so views, versions and autograd follow."""
+    self._check_inplace()
+    op = _FILL_OPS.get(grad_name)
+    if op is None:
+        op = _FILL_OPS[grad_name] = _sampling_op(grad_name.lower(), _draw_impl, grad_name)
+    params = {"dtype": self._dtype, "draw": draw, "generator": _generator_of(self, generator)}
+    return self._inplace_from(call(op, (self, *extra), params))
+
+
+def _from_keyword(value, kwargs, name: str = "from"):
+    if name in kwargs:
+        value = kwargs.pop(name)
+    if kwargs:
+        raise TypeError(f"got unexpected keyword arguments {sorted(kwargs)}")
+    return value
+
+
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None, **kwargs) -> Tensor:
+    """Fill with samples uniform on [from, to)."""
+    from_ = _from_keyword(from_, kwargs)
+    _require_float("check_uniform_bounds", self._dtype)
+    if from_ > to:
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={_fmt(from_)} > to={_fmt(to)}"
+        )
+    return _inplace_sample(self, "UniformBackward0",
+                           lambda rng, shape, dtype: _draw_uniform(rng, shape, dtype, from_, to), generator)
+
+
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with normal samples."""
+    _require_float("normal_kernel_cpu", self._dtype)
+    _check_std(std)
+    return _inplace_sample(self, "NormalBackward0",
+                           lambda rng, shape, dtype: _draw_normal(rng, shape, dtype, mean, std), generator)
+
+
+def _random_fill(self, low, high, generator):
+    if high is None:
+        low, high_inclusive = _full_random_range(self._dtype, low or 0)
+        _check_random_bounds(low, high_inclusive, self._dtype)
+    else:
+        _check_random_bounds(low, high, self._dtype)
+        high_inclusive = high - 1
+    return _inplace_sample(self, "RandomBackward0",
+                           lambda rng, shape, dtype: _draw_integers(rng, shape, low, high_inclusive), generator)
+
+
+def _random_method(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
+    """Tensor.random_ overloads: random_(), random_(to), random_(from, to), random_(from, None)."""
+    if self._dtype.is_complex:
+        raise _not_implemented("random_kernel_cpu", self._dtype)
+    if "from" in kwargs or "to" in kwargs:
+        low, high = kwargs.pop("from", 0), kwargs.pop("to", None)
+        if args:
+            low = args[0]
+    elif len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        low, high = 0, args[0]
+    else:
+        low, high = 0, None
+    _from_keyword(None, kwargs)
+    return _random_fill(self, low, high, generator)
+
+
+def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """Fill with 0/1 draws of probability p (a float, or a tensor broadcast to self's shape)."""
+    _check_probability(p)
+    self._check_inplace()
+    generator = _generator_of(self, generator)
+    if isinstance(p, Tensor):
+        p = p.expand(self.shape)
+        result = call(_BERNOULLI_INPLACE_TENSOR, (self, p), {"dtype": self._dtype, "generator": generator})
+    else:
+        result = call(_BERNOULLI_FLOAT, (self,), {"dtype": self._dtype, "p": float(p), "generator": generator})
+    return self._inplace_from(result)
+
+
+def _continuous_only(distribution: str, dtype: dt.dtype) -> None:
+    if not dtype.is_floating_point:
+        names = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool"}
+        name = SCALAR_NAMES[dtype.name] if distribution == "Exponential" else names.get(dtype.name, dtype.name)
+        raise RuntimeError(
+            f"{distribution} distribution is a continuous probability distribution. dtype must be a floating "
+            f"point but you specified {name}"
+        )
+
+
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    _continuous_only("Exponential", self._dtype)
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
+
+    def draw(rng, shape, dtype):
+        working = _working_type(dtype)
+        return rng.standard_exponential(shape, dtype=working) / working(lambd)
+
+    return _inplace_sample(self, "ExponentialBackward0", draw, generator)
+
+
+def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
+    """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
+    if self._dtype.is_complex:
+        raise _not_implemented("geometric_cpu", self._dtype)
+    return _inplace_sample(self, "GeometricBackward0", lambda rng, shape, dtype: rng.geometric(p, shape), generator)
+
+
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
+    """Fill with exp(Normal(mean, std)) samples."""
+    _require_float("log_normal_cpu", self._dtype, complex_ok=False)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
+    return _inplace_sample(
+        self, "LogNormalBackward0", lambda rng, shape, dtype: np.exp(_draw_normal(rng, shape, dt.float64, mean, std)),
+        generator,
+    )
+
+
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
+    _continuous_only("Cauchy", self._dtype)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
+    return _inplace_sample(
+        self, "CauchyBackward0",
+        lambda rng, shape, dtype: median + sigma * np.tan(np.pi * (rng.random(shape) - 0.5)), generator,
+    )
+
+
+for _function in (uniform_, normal_, bernoulli_, exponential_, geometric_, log_normal_, cauchy_):
+    export(_function, function=False)
+export(_random_method, name="random_", function=False)
+
+
+# ---------------------------------------------------------------- fill_ and zero_
+
+
+def _fill_scalar_impl(xp, a, value, dtype):
+    return xp.full(a.shape, value, dtype.np_dtype)
+
+
+def _fill_tensor_impl(xp, a, value, dtype):
+    if not dtype.is_complex and np.iscomplexobj(value):
+        value = value.real
+    return xp.broadcast_to(xp.asarray(value).astype(dtype.np_dtype), a.shape).copy()
+
+
+def _fill_tensor_backward(ctx, grad):
+    needs_self, needs_value = ctx.needs_input_grad
+    return (zeros_like(grad) if needs_self else None, grad.sum() if needs_value else None)
+
+
+_FILL_SCALAR = OpDef("fill", _fill_scalar_impl, _zero_grads, dtype_rule=_result_dtype, meta=_shape_of_first,
+                     upcast_half=False, grad_name="FillBackward2")
+_FILL_TENSOR = OpDef("fill", _fill_tensor_impl, _fill_tensor_backward, dtype_rule=_result_dtype,
+                     meta=_shape_of_first, upcast_half=False, grad_name="FillBackward3")
+_ZERO = OpDef("zero", lambda xp, a, dtype: xp.zeros(a.shape, dtype.np_dtype), _zero_grads, dtype_rule=_result_dtype,
+              meta=_shape_of_first, upcast_half=False, grad_name="ZeroBackward0")
+
+
+def _fill_result(input: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+        return call(_FILL_TENSOR, (input, value), {"dtype": input._dtype})
+    if not isinstance(value, (numbers.Number, np.generic)):
+        name = type(value).__name__
+        raise TypeError(
+            f"fill_() received an invalid combination of arguments - got ({name}), but expected one of:\n"
+            f" * (Tensor value)\n      didn't match because some of the arguments have invalid types: (!{name}!)\n"
+            f" * (Number value)\n      didn't match because some of the arguments have invalid types: (!{name}!)\n"
+        )
+    return call(_FILL_SCALAR, (input,), {"value": cast_fill_value(value, input._dtype), "dtype": input._dtype})
+
+
+@export
+def fill_(input: Tensor, value) -> Tensor:
+    """Set every element to `value` (a number or a 0-d tensor); the old values get no gradient."""
+    input._check_inplace()
+    return input._inplace_from(_fill_result(input, value))
+
+
+@export(method=False)
+def fill(input: Tensor, value) -> Tensor:
+    """Out-of-place fill: a new tensor like input, filled with value."""
+    return _fill_result(input, value)
+
+
+@export
+def zero_(input: Tensor) -> Tensor:
+    """Set every element to zero."""
+    input._check_inplace()
+    return input._inplace_from(call(_ZERO, (input,), {"dtype": input._dtype}))

@@ -1,0 +1,6 @@
+"""ember.nn: modules, functional, init, utils (torch.nn's API)."""
+
+from . import functional, init, utils  # noqa: F401
+from .modules import *  # noqa: F403
+from .modules.module import Module  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401

@@ -1,0 +1,208 @@
+"""scaled_dot_product_attention, computed block by block (flash-attention style) so memory stays linear.
+
+Forward walks blocks of query rows: scores for one block (block x S), a stable
+softmax, the block's output and the row log-sum-exp; only the output and the
+log-sum-exp (L values) are kept.  Backward recomputes each block's
+probabilities from the saved log-sum-exp, so no L x S matrix per head is ever
+held beyond one block.  The block size is `ember.nn.functional.sdpa_block_size`
+(default 128 query rows).  Dropout masks are regenerated in backward from a
+per-call seed.  Like torch's flash and memory-efficient kernels, this backward
+is not itself differentiable (no double backward).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
+from .._tensor import Tensor
+
+__all__ = ["scaled_dot_product_attention", "set_sdpa_block_size", "get_sdpa_block_size"]
+
+_block_size = int(os.environ.get("EMBER_SDPA_BLOCK", "128"))
+
+
+def set_sdpa_block_size(rows: int) -> None:
+    """Query rows per block in scaled_dot_product_attention (memory ~ rows x key length per head)."""
+    global _block_size
+    if rows <= 0:
+        raise ValueError("block size must be positive")
+    _block_size = int(rows)
+
+
+def get_sdpa_block_size() -> int:
+    return _block_size
+
+
+def _mask_block(mask, start, stop):
+    if mask is None:
+        return None
+    if mask.shape[-2] == 1:
+        return mask
+    return mask[..., start:stop, :]
+
+
+def _block_scores(xp, q_block, k, mask_block, causal, start, scale):
+    scores = xp.matmul(q_block, xp.swapaxes(k, -1, -2)) * scale
+    if causal:
+        rows = xp.arange(start, start + q_block.shape[-2])[:, None]
+        cols = xp.arange(k.shape[-2])[None, :]
+        scores = xp.where(cols > rows, -np.inf, scores)
+    if mask_block is not None:
+        if mask_block.dtype == np.bool_:
+            scores = xp.where(mask_block, scores, -np.inf)
+        else:
+            scores = scores + mask_block
+    return scores
+
+
+def _dropout_keep(shape, seed, block_index, p):
+    rng = np.random.default_rng([seed, block_index])
+    return (rng.random(shape) >= p).astype(np.float32)
+
+
+def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
+    q, k, v, mask = _widen(q, k, v, mask)
+    length = q.shape[-2]
+    out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    lse = xp.empty(q.shape[:-1], q.dtype)
+    block = _block_size
+    for index, start in enumerate(range(0, length, block)):
+        stop = min(start + block, length)
+        scores = _block_scores(xp, q[..., start:stop, :], k, _mask_block(mask, start, stop), causal, start, scale)
+        row_max = scores.max(axis=-1, keepdims=True)
+        row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
+        weights = xp.exp(scores - row_max)
+        total = weights.sum(axis=-1, keepdims=True)
+        empty = total == 0  # a fully masked row: torch's fused kernels output zeros there, not nan
+        probabilities = weights / xp.where(empty, 1.0, total)
+        lse[..., start:stop] = xp.where(empty, np.inf, row_max + xp.log(xp.where(empty, 1.0, total)))[..., 0]
+        if dropout_p > 0:
+            keep = _dropout_keep(probabilities.shape, seed, index, dropout_p)
+            probabilities = probabilities * keep / (1 - dropout_p)
+        out[..., start:stop, :] = xp.matmul(probabilities, v)
+    return out, lse
+
+
+def _backward_impl(xp, g, q, k, v, out, lse, mask, causal, scale, dropout_p, seed):
+    g, q, k, v, out, lse, mask = _widen(g, q, k, v, out, lse, mask)
+    length = q.shape[-2]
+    grad_q = xp.zeros_like(q)
+    grad_k = xp.zeros(q.shape[:-2] + k.shape[-2:], q.dtype) if k.ndim == q.ndim else xp.zeros_like(k)
+    grad_v = xp.zeros(q.shape[:-2] + v.shape[-2:], q.dtype) if v.ndim == q.ndim else xp.zeros_like(v)
+    delta = (g * out).sum(axis=-1, keepdims=True)
+    block = _block_size
+    for index, start in enumerate(range(0, length, block)):
+        stop = min(start + block, length)
+        q_block = q[..., start:stop, :]
+        scores = _block_scores(xp, q_block, k, _mask_block(mask, start, stop), causal, start, scale)
+        probabilities = xp.exp(scores - lse[..., start:stop, None])
+        g_block = g[..., start:stop, :]
+        if dropout_p > 0:
+            keep = _dropout_keep(probabilities.shape, seed, index, dropout_p) / (1 - dropout_p)
+            dropped = probabilities * keep
+        else:
+            keep = None
+            dropped = probabilities
+        grad_v += xp.matmul(xp.swapaxes(dropped, -1, -2), g_block)
+        grad_probabilities = xp.matmul(g_block, xp.swapaxes(v, -1, -2))
+        if keep is not None:
+            grad_probabilities = grad_probabilities * keep
+        grad_scores = probabilities * (grad_probabilities - delta[..., start:stop, :])
+        grad_q[..., start:stop, :] = xp.matmul(grad_scores, k) * scale
+        grad_k += xp.matmul(xp.swapaxes(grad_scores, -1, -2), q_block) * scale
+    return grad_q, grad_k, grad_v
+
+
+def _sdpa_backward(ctx, grads):
+    g = grads[0]
+    q, k, v, mask = ctx.inputs
+    out, lse = ctx.result
+    params = ctx.params
+    grad_q, grad_k, grad_v = call(_BACKWARD, (g, q, k, v, out, lse, mask), params)
+    return grad_q, grad_k, grad_v, None
+
+
+def _no_double_backward(ctx, grads):
+    raise RuntimeError("derivative for scaled_dot_product_attention's backward is not implemented (ember computes "
+                       "attention block-wise, like torch's flash attention)")
+
+
+# Compute dtype None: dispatch must not cast the operands, since a bool mask has to stay bool; the impls
+# widen float16/bfloat16 to float32 themselves (torch's CPU kernels accumulate in float32 too).
+def _rule(args, params):
+    dtype = args[0]._dtype
+    return None, (dtype, dtype)
+
+
+def _backward_rule(args, params):
+    dtype = args[1]._dtype
+    return None, (dtype, dtype, dtype)
+
+
+def _widen(*arrays):
+    return tuple(a.astype(np.float32) if a is not None and a.dtype.kind == "f" and a.itemsize < 4
+                 or a is not None and a.dtype.name == "bfloat16" else a for a in arrays)
+
+
+def _meta(args, params):
+    q, v = args[0], args[2]
+    return tuple(q.shape[:-1]) + (v.shape[-1],), tuple(q.shape[:-1])
+
+
+def _backward_meta(args, params):
+    return tuple(args[1].shape), tuple(args[2].shape), tuple(args[3].shape)
+
+
+SDPA = OpDef("scaled_dot_product_attention", _forward_impl, _sdpa_backward, dtype_rule=_rule,
+             saves=SAVE_INPUTS | SAVE_RESULT, outputs=2, differentiable_outputs=(True, False), meta=_meta,
+             grad_name="ScaledDotProductFlashAttentionForCpuBackward0")
+_BACKWARD = OpDef("scaled_dot_product_attention_backward", _backward_impl, _no_double_backward,
+                  dtype_rule=_backward_rule, outputs=3, meta=_backward_meta)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(Q K^T * scale + mask) V, block-wise; see the module docstring."""
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"Expected query, key, and value to have the same embedding dimension, but got query "
+                           f"{query.shape[-1]} and key {key.shape[-1]}")
+    if query._dtype is not key._dtype or query._dtype is not value._dtype:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        repeats = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(repeats, -3)
+        value = value.repeat_interleave(repeats, -3)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is not None and attn_mask._dtype.category >= 2 and attn_mask._dtype is not query._dtype:
+        attn_mask = attn_mask.to(query.dtype)
+    seed = int(np.random.SeedSequence().generate_state(1)[0]) if dropout_p > 0 else 0
+    if attn_mask is not None and attn_mask.requires_grad:
+        # a learned additive mask: fall back to the composite (math) form so it gets a gradient
+        return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p), "seed": seed}
+    out, _ = call(SDPA, (query, key, value, attn_mask), params)
+    return out
+
+
+def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    from .functional import dropout, softmax
+
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if attn_mask is not None:
+        if attn_mask._dtype.category == 0:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, -1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p)
+    return weights.matmul(value)
+

@@ -1,0 +1,201 @@
+"""nn.functional normalisation: batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm.
+
+One primitive, `normalize` (mean and variance over some axes, then an
+optional affine), serves batch, layer, group and instance norm: it makes one
+pass for the statistics and writes the textbook backward once, in ember ops:
+    dx = rstd / m * (m * dxhat - sum(dxhat) - xhat * sum(dxhat * xhat))
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._autograd.grad_mode import no_grad
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
+from .._tensor import Tensor
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"]
+
+
+def _normalize_impl(xp, x, weight, bias, axes, eps):
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=axes, keepdims=True)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    y = centered * rstd
+    if weight is not None:
+        y *= weight
+    if bias is not None:
+        y += bias
+    return y, mean, rstd
+
+
+def _normalize_backward(ctx, grads):
+    g = grads[0]
+    x, weight, bias = ctx.inputs
+    _, mean, rstd = ctx.result
+    axes = ctx.params["axes"]
+    count = math.prod(x.shape[a] for a in axes)
+    xhat = (x - mean) * rstd
+    grad_x = grad_w = grad_b = None
+    dxhat = g * weight if weight is not None else g
+    if ctx.needs_input_grad[0]:
+        sum_dxhat = dxhat.sum(axes, keepdim=True)
+        sum_dxhat_xhat = (dxhat * xhat).sum(axes, keepdim=True)
+        grad_x = rstd / count * (count * dxhat - sum_dxhat - xhat * sum_dxhat_xhat)
+    # weight and bias broadcast against x: the engine sums these back to their shapes
+    # (NOTE [ Gradient unbroadcasting ]).
+    if weight is not None and ctx.needs_input_grad[1]:
+        grad_w = g * xhat
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_b = g
+    return grad_x, grad_w, grad_b
+
+
+def _normalize_rule(args, params):
+    compute, _ = promote(args[:1], params)
+    return compute, (compute, compute, compute)
+
+
+def _normalize_meta(args, params):
+    shape = tuple(args[0].shape)
+    stat = tuple(1 if d in params["axes"] else n for d, n in enumerate(shape))
+    return shape, stat, stat
+
+
+NORMALIZE = OpDef("native_layer_norm", _normalize_impl, _normalize_backward, dtype_rule=_normalize_rule,
+                  saves=SAVE_INPUTS | SAVE_RESULT, outputs=3, differentiable_outputs=(True, False, False),
+                  meta=_normalize_meta, grad_name="NativeLayerNormBackward0")
+NORMALIZE_BATCH = OpDef("native_batch_norm", _normalize_impl, _normalize_backward, dtype_rule=_normalize_rule,
+                        saves=SAVE_INPUTS | SAVE_RESULT, outputs=3, differentiable_outputs=(True, False, False),
+                        meta=_normalize_meta, grad_name="NativeBatchNormBackward0")
+
+
+def normalize(x: Tensor, weight, bias, axes: tuple, eps: float, op=NORMALIZE):
+    """(y, mean, rstd): x normalised over `axes`, then * weight + bias (both broadcast against x)."""
+    return call(op, (x, weight, bias), {"axes": tuple(axes), "eps": eps})
+
+
+def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape [*, "
+            f"{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
+        )
+    axes = tuple(range(input.ndim - k, input.ndim))
+    return normalize(input, weight, bias, axes, eps)[0]
+
+
+def _channel_shape(input: Tensor) -> tuple:
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Batch statistics in training (updating running stats with the unbiased variance), running stats in eval."""
+    if input.ndim < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.ndim}D input)")
+    channels = input.shape[1]
+    shape = _channel_shape(input)
+    if training:
+        count = input.numel() // channels
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        axes = (0,) + tuple(range(2, input.ndim))
+        w = weight.reshape(shape) if weight is not None else None
+        b = bias.reshape(shape) if bias is not None else None
+        y, mean, rstd = normalize(input, w, b, axes, eps, NORMALIZE_BATCH)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                batch_mean = mean.reshape(channels)
+                biased_var = (1.0 / rstd.square() - eps).reshape(channels)
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = biased_var * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        return y
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    inv = (running_var + eps).rsqrt()
+    scale = inv if weight is None else inv * weight
+    shift = -running_mean * scale if bias is None else bias - running_mean * scale
+    return input * scale.reshape(shape).to(input.dtype) + shift.reshape(shape).to(input.dtype)
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    shape = _channel_shape(input)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    axes = tuple(range(2, input.ndim))
+    w = weight.reshape(shape) if weight is not None else None
+    b = bias.reshape(shape) if bias is not None else None
+    y, mean, rstd = normalize(input, w, b, axes, eps)
+    if running_mean is not None or running_var is not None:
+        count = math.prod(input.shape[2:])
+        with no_grad():
+            batch_mean = mean.mean(0).reshape(-1)
+            var = ((1.0 / rstd.square() - eps) * (count / max(count - 1, 1))).mean(0).reshape(-1)
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var * momentum)
+    return y
+
+
+def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    y = normalize(grouped, None, None, (2,), eps)[0].reshape(input.shape)
+    shape = _channel_shape(input)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = None) -> Tensor:
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    if eps is None:
+        from .. import finfo
+
+        eps = finfo(input.dtype).eps
+    y = input * (input.square().mean(dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    from ._functional_pool import avg_pool2d, avg_pool3d
+    from .functional import pad
+
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = div.unsqueeze(1)
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div

@@ -1,0 +1,351 @@
+"""nn.functional pooling: max/avg (1-3d, ceil_mode, padding, dilation, indices), adaptive, lp, unpool, fold/unfold.
+
+Max pooling is one primitive (a strided window view and an argmax; its
+gradient scatters through the saved indices).  Average pooling is a
+depthwise convolution with a ones kernel divided by torch's per-window divisor,
+so its gradients come from the convolution ops.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._dispatch import SAVE_RESULT, OpDef, call
+from .._ops import conv as conv_ops
+from .._tensor import Tensor
+from ._functional_conv import _tuple
+
+__all__ = [
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "unfold", "fold",
+]
+
+
+def _pool_out(size, kernel, stride, pad, dilation, ceil_mode):
+    numerator = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-numerator // stride) if ceil_mode else numerator // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _batched(input: Tensor, dims: int, name: str):
+    if input.ndim == dims + 1:
+        return input.unsqueeze(0), True
+    if input.ndim != dims + 2:
+        raise RuntimeError(f"{name}: Expected {dims + 1}D or {dims + 2}D input, but got {input.ndim}D")
+    return input, False
+
+
+def _max_pool_impl(xp, x, kernel, stride, padding, dilation, out):
+    dims = len(kernel)
+    spatial = x.shape[2:]
+    pad_right = [max((out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - padding[i], 0)
+                 for i in range(dims)]
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    padded = xp.pad(x, ((0, 0), (0, 0)) + tuple((padding[i], pad_right[i]) for i in range(dims)),
+                    constant_values=fill)
+    strides = padded.strides
+    shape = x.shape[:2] + tuple(out) + tuple(kernel)
+    window_strides = strides[:2] + tuple(strides[2 + i] * stride[i] for i in range(dims)) + tuple(
+        strides[2 + i] * dilation[i] for i in range(dims))
+    windows = np.lib.stride_tricks.as_strided(padded, shape, window_strides, writeable=False)
+    flat = windows.reshape(shape[: 2 + dims] + (-1,))
+    if flat.dtype.kind == "f":
+        nan = xp.isnan(flat)
+        arg = xp.where(nan.any(-1), nan.argmax(-1), flat.argmax(-1))
+    else:
+        arg = flat.argmax(-1)
+    values = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    # position of the chosen element in the unpadded input, flattened over the spatial dims (torch's indices)
+    offsets = np.unravel_index(arg, tuple(kernel))
+    index = xp.zeros(arg.shape, np.int64)
+    for i in range(dims):
+        grid_shape = [1] * arg.ndim
+        grid_shape[2 + i] = out[i]
+        start = (xp.arange(out[i]) * stride[i] - padding[i]).reshape(grid_shape)
+        coordinate = start + offsets[i] * dilation[i]
+        index = index * spatial[i] + coordinate
+    return values, index
+
+
+def _max_pool_backward(ctx, grads):
+    g, _ = grads
+    _, indices = ctx.result
+    shape = ctx.input_meta[0][0]
+    n, c = shape[:2]
+    flat = g.new_zeros((n, c, math.prod(shape[2:])))
+    flat = flat.scatter_add(2, indices.reshape(n, c, -1), g.reshape(n, c, -1))
+    return flat.reshape(shape)
+
+
+def _max_pool_rule(args, params):
+    return None, (args[0]._dtype, dt.int64)
+
+
+def _max_pool_meta(args, params):
+    shape = tuple(args[0].shape[:2]) + tuple(params["out"])
+    return shape, shape
+
+
+MAX_POOL = OpDef("max_pool", _max_pool_impl, _max_pool_backward, dtype_rule=_max_pool_rule, saves=SAVE_RESULT,
+                 outputs=2, upcast_half=False, meta=_max_pool_meta, grad_name="MaxPool2DWithIndicesBackward0")
+
+
+def _max_pool(dims, name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    dilation = _tuple(dilation, dims, "dilation")
+    x, unbatched = _batched(input, dims, name)
+    for i in range(dims):
+        if padding[i] > kernel[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={padding[i]}, "
+                               f"kernel_size={kernel[i]} and dilation={dilation[i]}")
+    out = tuple(_pool_out(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+                for i in range(dims))
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"Given input size: ({'x'.join(str(s) for s in x.shape[1:])}). Calculated output size: "
+                           f"({'x'.join(str(s) for s in (x.shape[1],) + out)}). Output size is too small")
+    values, indices = call(MAX_POOL, (x,), {"kernel": kernel, "stride": stride, "padding": padding,
+                                             "dilation": dilation, "out": out})
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _avg_divisor(spatial, kernel, stride, padding, out, count_include_pad):
+    """torch's per-window divisor, as an array over output positions (outer product of per-dim counts)."""
+    divisor = np.ones((), np.float64)
+    for i in range(len(kernel)):
+        starts = np.arange(out[i]) * stride[i] - padding[i]
+        ends = np.minimum(starts + kernel[i], spatial[i] + padding[i])
+        size_with_pad = ends - starts
+        clipped = np.minimum(ends, spatial[i]) - np.maximum(starts, 0)
+        count = size_with_pad if count_include_pad else clipped
+        divisor = np.multiply.outer(divisor, count)
+    return divisor
+
+
+def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    x, unbatched = _batched(input, dims, name)
+    for i in range(dims):
+        if padding[i] > kernel[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={padding[i]}, "
+                               f"kernel_size={kernel[i]} and dilation=1")
+    spatial = tuple(x.shape[2:])
+    out = tuple(_pool_out(spatial[i], kernel[i], stride[i], padding[i], 1, ceil_mode) for i in range(dims))
+    n, c = x.shape[:2]
+    pairs = tuple((padding[i], max((out[i] - 1) * stride[i] + kernel[i] - spatial[i] - padding[i], 0))
+                  for i in range(dims))
+    ones = x.new_ones((1, 1) + kernel)
+    geometry = {"stride": stride, "padding": pairs, "dilation": (1,) * dims, "groups": 1}
+    summed = conv_ops.conv(x.reshape((n * c, 1) + spatial), ones, None, geometry).reshape((n, c) + out)
+    if divisor_override:
+        result = summed / divisor_override
+    else:
+        divisor = _avg_divisor(spatial, kernel, stride, padding, out, count_include_pad)
+        result = summed / x.new_tensor(divisor.astype(np.float64)).to(x.dtype)
+    return result.squeeze(0) if unbatched else result
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def _adaptive_bounds(size, out):
+    return [(math.floor(i * size / out), math.ceil((i + 1) * size / out)) for i in range(out)]
+
+
+def _adaptive(dims, input, output_size, reduce_window, name):
+    x, unbatched = _batched(input, dims, name)
+    spatial = tuple(x.shape[2:])
+    output_size = _tuple(output_size, dims, "output_size") if not isinstance(output_size, (tuple, list)) else tuple(
+        spatial[i] if output_size[i] is None else output_size[i] for i in range(dims))
+    return x, unbatched, spatial, output_size
+
+
+def _adaptive_avg(dims, input, output_size, name):
+    x, unbatched, spatial, out = _adaptive(dims, input, output_size, None, name)
+    if all(spatial[i] % out[i] == 0 for i in range(dims)):
+        kernel = tuple(spatial[i] // out[i] for i in range(dims))
+        result = _avg_pool(dims, name, x, kernel, kernel, 0, False, True, None)
+    else:
+        result = _adaptive_loop(x, spatial, out, lambda window: window.mean(tuple(range(2, 2 + dims))))
+    return result.squeeze(0) if unbatched else result
+
+
+def _adaptive_loop(x, spatial, out, reduce):
+    from .. import stack
+
+    dims = len(out)
+    bounds = [_adaptive_bounds(spatial[i], out[i]) for i in range(dims)]
+    values = []
+    for position in np.ndindex(*out):
+        key = (slice(None), slice(None)) + tuple(slice(*bounds[i][position[i]]) for i in range(dims))
+        values.append(reduce(x[key]))
+    return stack(values, -1).reshape(tuple(x.shape[:2]) + tuple(out))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg(1, input, output_size, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg(2, input, output_size, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg(3, input, output_size, "adaptive_avg_pool3d")
+
+
+def _adaptive_max(dims, input, output_size, return_indices, name):
+    x, unbatched, spatial, out = _adaptive(dims, input, output_size, None, name)
+    bounds = [_adaptive_bounds(spatial[i], out[i]) for i in range(dims)]
+    n, c = x.shape[:2]
+    flat = x.reshape(n, c, -1)
+    index_rows = []
+    for position in np.ndindex(*out):
+        ranges = [np.arange(*bounds[i][position[i]]) for i in range(dims)]
+        grid = np.stack(np.meshgrid(*ranges, indexing="ij"), 0).reshape(dims, -1)
+        index_rows.append(np.ravel_multi_index(tuple(grid), spatial))
+    width = max(len(r) for r in index_rows)
+    padded = np.stack([np.pad(r, (0, width - len(r)), mode="edge") for r in index_rows])  # (P, W)
+    candidates = x.new_tensor(padded, dtype=dt.int64)
+    gathered = flat[:, :, candidates.reshape(-1)].reshape(n, c, len(index_rows), width)
+    values, arg = gathered.max(-1)
+    indices = candidates.unsqueeze(0).unsqueeze(0).expand(n, c, -1, -1).gather(3, arg.unsqueeze(-1)).squeeze(-1)
+    values = values.reshape((n, c) + tuple(out))
+    indices = indices.reshape((n, c) + tuple(out))
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(1, input, output_size, return_indices, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(2, input, output_size, return_indices, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max(3, input, output_size, return_indices, "adaptive_max_pool3d")
+
+
+def _lp_pool(dims, input, norm_type, kernel_size, stride, ceil_mode):
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    pooled = _avg_pool(dims, "lp_pool", input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
+    sign = pooled.sign()
+    from .functional import relu
+
+    return (sign * relu(pooled.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _max_unpool(dims, input, indices, kernel_size, stride, padding, output_size):
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    stride = kernel if stride is None else _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    x, unbatched = _batched(input, dims, "max_unpool")
+    if unbatched:
+        indices = indices.unsqueeze(0)
+    if output_size is None:
+        spatial = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + kernel[i] for i in range(dims))
+    else:
+        spatial = tuple(output_size)[-dims:]
+    n, c = x.shape[:2]
+    flat = x.new_zeros((n, c, math.prod(spatial)))
+    flat = flat.scatter(2, indices.reshape(n, c, -1), x.reshape(n, c, -1))
+    result = flat.reshape((n, c) + spatial)
+    return result.squeeze(0) if unbatched else result
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), as a convolution with one-hot kernels (differentiable)."""
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    x, unbatched = (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
+    n, c = x.shape[:2]
+    k = math.prod(kernel)
+    eye = np.eye(k).reshape((k, 1) + kernel)
+    weight = x.new_tensor(eye)
+    geometry = {"stride": _tuple(stride, 2, "stride"), "padding": tuple((p, p) for p in _tuple(padding, 2, "padding")),
+                "dilation": _tuple(dilation, 2, "dilation"), "groups": 1}
+    spatial = tuple(x.shape[2:])
+    cols = conv_ops.conv(x.reshape((n * c, 1) + spatial), weight, None, geometry)
+    result = cols.reshape(n, c * k, -1)
+    return result.squeeze(0) if unbatched else result
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im: the adjoint of unfold, summing overlapping values."""
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    output_size = _tuple(output_size, 2, "output_size")
+    x, unbatched = (input.unsqueeze(0), True) if input.ndim == 2 else (input, False)
+    n = x.shape[0]
+    k = math.prod(kernel)
+    c = x.shape[1] // k
+    geometry = {"stride": _tuple(stride, 2, "stride"), "padding": tuple((p, p) for p in _tuple(padding, 2, "padding")),
+                "dilation": _tuple(dilation, 2, "dilation"), "groups": 1}
+    out = [(output_size[i] + 2 * geometry["padding"][i][0] - geometry["dilation"][i] * (kernel[i] - 1) - 1)
+           // geometry["stride"][i] + 1 for i in range(2)]
+    weight = x.new_tensor(np.eye(k).reshape((k, 1) + kernel))
+    cols = x.reshape(n, c, k, out[0], out[1]).reshape(n * c, k, out[0], out[1])
+    result = conv_ops.conv_input_grad(cols, weight, (n * c, 1) + output_size, geometry).reshape((n, c) + output_size)
+    return result.squeeze(0) if unbatched else result

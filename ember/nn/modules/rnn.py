@@ -1,0 +1,394 @@
+"""RNN, LSTM, GRU and their cells, with packed sequences, bidirectional and stacked layers.
+
+The input projection of all time steps is one matrix product per layer and
+direction; only the recurrent product runs in a loop over time, vectorised over
+the batch and the gates.  Packed input runs the same loop with the batch
+shrinking as sequences end (batch_sizes), so each sequence's last hidden state
+is the one returned, as torch does.  Gradients come from the ops used.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+from ..._ops.creation import empty, zeros
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _cat(tensors, dim=0):
+    from ... import cat
+
+    return cat(tensors, dim)
+
+
+def _stack(tensors, dim=0):
+    from ... import stack
+
+    return stack(tensors, dim)
+
+
+def _step(mode: str, x_proj: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr):
+    """One time step given the precomputed input projection x_proj (batch, gates*hidden)."""
+    if mode == "LSTM":
+        gates = x_proj + F.linear(h, w_hh, b_hh)
+        i, f, g, o = gates.chunk(4, 1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
+        if w_hr is not None:
+            h = F.linear(h, w_hr)
+        return h, c
+    if mode == "GRU":
+        hidden = F.linear(h, w_hh, b_hh)
+        x_r, x_z, x_n = x_proj.chunk(3, 1)
+        h_r, h_z, h_n = hidden.chunk(3, 1)
+        r = (x_r + h_r).sigmoid()
+        z = (x_z + h_z).sigmoid()
+        n = (x_n + r * h_n).tanh()
+        return (1 - z) * n + z * h, None
+    pre = x_proj + F.linear(h, w_hh, b_hh)
+    return (pre.tanh() if mode == "RNN_TANH" else F.relu(pre)), None
+
+
+def _run_direction(mode, inputs_proj, batch_sizes, h, c, w_hh, b_hh, w_hr, reverse: bool):
+    """Loop one layer-direction over time. inputs_proj: list of (batch_t, gates*hidden) per step."""
+    steps = range(len(inputs_proj) - 1, -1, -1) if reverse else range(len(inputs_proj))
+    outputs = [None] * len(inputs_proj)
+    for t in steps:
+        size = batch_sizes[t]
+        h_active = h[:size] if size < h.shape[0] else h
+        c_active = (c[:size] if size < c.shape[0] else c) if c is not None else None
+        h_new, c_new = _step(mode, inputs_proj[t], h_active, c_active, w_hh, b_hh, w_hr)
+        outputs[t] = h_new
+        h = _cat([h_new, h[size:]]) if size < h.shape[0] else h_new
+        if c is not None:
+            c = _cat([c_new, c[size:]]) if size < c.shape[0] else c_new
+    return outputs, h, c
+
+
+class RNNBase(Module):
+    """The shared implementation of RNN, LSTM and GRU."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
+                             "being zeroed")
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if dropout > 0 and num_layers == 1:
+            import warnings
+
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=2)
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                real_hidden_size = proj_size if proj_size > 0 else hidden_size
+                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                params = [("weight_ih", (gate_size, layer_input_size)), ("weight_hh", (gate_size, real_hidden_size))]
+                if bias:
+                    params += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    params += [("weight_hr", (proj_size, hidden_size))]
+                names = []
+                for name, shape in params:
+                    full_name = f"{name}_l{layer}{suffix}"
+                    setattr(self, full_name, Parameter(empty(shape, device=device, dtype=dtype)))
+                    names.append(full_name)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    def flatten_parameters(self) -> None:
+        """A no-op (torch uses it for cuDNN's weight layout)."""
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _weights(self, layer: int, direction: int):
+        suffix = "_reverse" if direction == 1 else ""
+
+        def get(name):
+            return getattr(self, f"{name}_l{layer}{suffix}", None)
+
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
+
+    def forward(self, input, hx=None):
+        is_lstm = self.mode == "LSTM"
+        packed = isinstance(input, PackedSequence)
+        num_directions = 2 if self.bidirectional else 1
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if packed:
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            batch_sizes_list = [int(b) for b in batch_sizes.tolist()]
+            batch = batch_sizes_list[0]
+            steps = []
+            offset = 0
+            for size in batch_sizes_list:
+                steps.append(data[offset:offset + size])
+                offset += size
+            unbatched = False
+        else:
+            sorted_indices = unsorted_indices = None
+            unbatched = input.dim() == 2
+            if input.dim() not in (2, 3):
+                raise ValueError(f"{self.mode.split('_')[0]}: Expected input to be 2D or 3D, got {input.dim()}D "
+                                 "input instead")
+            if unbatched:
+                input = input.unsqueeze(1)
+            elif self.batch_first:
+                input = input.transpose(0, 1)
+            if input.shape[-1] != self.input_size:
+                raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                                   f"{input.shape[-1]}")
+            batch = input.shape[1]
+            batch_sizes_list = [batch] * input.shape[0]
+            steps = None
+        h0, c0 = self._initial_state(hx, batch, real_hidden, num_directions, is_lstm, unbatched, sorted_indices,
+                                     input if not packed else data)
+        layer_input = steps if packed else input
+        final_h, final_c = [], []
+        for layer in range(self.num_layers):
+            direction_outputs = []
+            for direction in range(num_directions):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
+                index = layer * num_directions + direction
+                if packed:
+                    projected = F.linear(_cat(layer_input), w_ih, b_ih)
+                    proj_steps, offset = [], 0
+                    for size in batch_sizes_list:
+                        proj_steps.append(projected[offset:offset + size])
+                        offset += size
+                else:
+                    projected = F.linear(layer_input, w_ih, b_ih)
+                    proj_steps = list(projected.unbind(0))
+                c_init = c0[index] if is_lstm else None
+                outputs, h_last, c_last = _run_direction(self.mode, proj_steps, batch_sizes_list, h0[index], c_init,
+                                                         w_hh, b_hh, w_hr, reverse=direction == 1)
+                direction_outputs.append(outputs)
+                final_h.append(h_last)
+                if is_lstm:
+                    final_c.append(c_last)
+            if num_directions == 2:
+                merged = [_cat([a, b], 1) for a, b in zip(*direction_outputs)]
+            else:
+                merged = direction_outputs[0]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                merged = [F.dropout(step, self.dropout, True) for step in merged]
+            layer_input = merged if packed else _stack(merged)
+        h_n = _stack(final_h)
+        c_n = _stack(final_c) if is_lstm else None
+        if packed:
+            output = PackedSequence(_cat(layer_input), batch_sizes, sorted_indices, unsorted_indices)
+            if unsorted_indices is not None:
+                h_n = h_n.index_select(1, unsorted_indices)
+                c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        else:
+            output = layer_input
+            if unbatched:
+                output = output.squeeze(1)
+                h_n = h_n.squeeze(1)
+                c_n = c_n.squeeze(1) if c_n is not None else None
+            elif self.batch_first:
+                output = output.transpose(0, 1)
+        return output, ((h_n, c_n) if is_lstm else h_n)
+
+    def _initial_state(self, hx, batch, real_hidden, num_directions, is_lstm, unbatched, sorted_indices, like):
+        layers = self.num_layers * num_directions
+        if hx is None:
+            h0 = zeros((layers, batch, real_hidden), dtype=like.dtype, device=like.device)
+            c0 = zeros((layers, batch, self.hidden_size), dtype=like.dtype, device=like.device) if is_lstm else None
+            return h0, c0
+        if is_lstm:
+            h0, c0 = hx
+        else:
+            h0, c0 = hx, None
+        if unbatched:
+            if h0.dim() != 2:
+                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {h0.dim()}-D tensor")
+            h0 = h0.unsqueeze(1)
+            c0 = c0.unsqueeze(1) if c0 is not None else None
+        elif h0.dim() != 3:
+            raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {h0.dim()}-D tensor")
+        expected = (layers, batch, real_hidden)
+        if tuple(h0.shape) != expected:
+            raise RuntimeError(f"Expected hidden size {expected}, got {list(h0.shape)}")
+        if c0 is not None and tuple(c0.shape) != (layers, batch, self.hidden_size):
+            raise RuntimeError(f"Expected hidden size {(layers, batch, self.hidden_size)}, got {list(c0.shape)}")
+        if sorted_indices is not None:
+            h0 = h0.index_select(1, sorted_indices)
+            c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
+        return h0, c0
+
+
+class RNN(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("GRU", *args, **kwargs)
+
+
+class RNNCellBase(Module):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(empty((num_chunks * hidden_size, input_size), device=device, dtype=dtype))
+        self.weight_hh = Parameter(empty((num_chunks * hidden_size, hidden_size), device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _prepare(self, input: Tensor, hx, count: int):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        unbatched = input.dim() == 1
+        if unbatched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            zero = zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
+            hx = (zero,) * count if count > 1 else zero
+        elif unbatched:
+            hx = tuple(h.unsqueeze(0) for h in hx) if count > 1 else hx.unsqueeze(0)
+        return input, hx, unbatched
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx=None) -> Tensor:
+        input, hx, unbatched = self._prepare(input, hx, 1)
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        h, _ = _step(mode, F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh, self.bias_hh,
+                     None)
+        return h.squeeze(0) if unbatched else h
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx=None):
+        input, (h, c), unbatched = self._prepare(input, hx, 2)
+        h, c = _step("LSTM", F.linear(input, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
+        if unbatched:
+            return h.squeeze(0), c.squeeze(0)
+        return h, c
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx=None) -> Tensor:
+        input, hx, unbatched = self._prepare(input, hx, 1)
+        h, _ = _step("GRU", F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh, self.bias_hh,
+                     None)
+        return h.squeeze(0) if unbatched else h
+
+
+

@@ -1,0 +1,103 @@
+"""nn.Parameter, nn.Buffer and the lazy modules' UninitializedParameter / UninitializedBuffer."""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module registers as a parameter when assigned as an attribute."""
+
+    _is_param = True
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            from .. import empty
+
+            data = empty(0)
+        if type(data) is not Tensor and not isinstance(data, Tensor):
+            raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        return data.detach()._make_subclass_of(cls, requires_grad)
+
+    def __init__(self, data=None, requires_grad: bool = True) -> None:
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.detach().clone(), self.requires_grad)
+        if self._grad is not None:
+            result._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """Marks a tensor to be registered as a buffer when assigned to a Module (torch.nn.Buffer)."""
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            from .. import empty
+
+            data = empty(0)
+        out = data.detach()._make_subclass_of(cls, data.requires_grad)
+        out.persistent = persistent
+        return out
+
+
+class UninitializedTensorMixin:
+    """Shared behaviour of uninitialized parameters/buffers: no data until materialize()."""
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        from .. import empty
+
+        data = empty(shape, device=device or self.device, dtype=dtype or self.dtype)
+        self._data = data._data
+        self._storage = data._storage
+        self._dtype = data._dtype
+        self._device = data._device
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+            "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+            "`forward` to initialize the parameters before accessing their attributes."
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is set on the first forward (Lazy modules)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        from .. import empty
+
+        data = empty(0, device=device, dtype=dtype)
+        return data._make_subclass_of(cls, requires_grad)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        from .. import empty
+
+        data = empty(0, device=device, dtype=dtype)
+        return data._make_subclass_of(cls, requires_grad)
+
+
+def is_lazy(param) -> bool:
+    return isinstance(param, UninitializedTensorMixin)

@@ -1,0 +1,306 @@
+"""The Adam family: Adam, AdamW, Adamax, NAdam, RAdam, each written once over a whole param group.
+
+The bias corrections are Python numbers computed from each parameter's own
+0-d 'step' counter (torch's non-capturable path), passed as per-tensor
+scalars; see NOTE [ One optimizer implementation ] in _multi_tensor.py.
+"""
+
+from __future__ import annotations
+
+from .. import zeros_like
+from .._tensor import Tensor
+from ._multi_tensor import TensorList, maximum_
+from .optimizer import (
+    Optimizer,
+    check_fused_flags,
+    get_scalar_dtype,
+    scalar_tensor,
+    to_scalar,
+    use_grad_for_differentiable,
+    value_of,
+)
+
+__all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
+
+
+def _check_common(lr, eps, betas, weight_decay) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _prepare_grads(group, params: TensorList, grads: TensorList, lr: float) -> TensorList:
+    """Negate under `maximize`; apply weight decay, decoupled (shrink the params) or as L2 (into the grads)."""
+    if group["maximize"]:
+        grads = grads.neg()
+    weight_decay = group["weight_decay"]
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay", False):
+            params.mul_(1 - lr * weight_decay)
+        else:
+            grads = grads.add(params, alpha=weight_decay)
+    return grads
+
+
+def _init_moments(p, state, group, optimizer_step) -> None:
+    state["step"] = optimizer_step(p, group)
+    state["exp_avg"] = zeros_like(p)
+    state["exp_avg_sq"] = zeros_like(p)
+
+
+class Adam(Optimizer):
+    r"""Adam (Kingma & Ba), with AMSGrad and optional decoupled weight decay, as torch.optim.Adam.
+
+    Args:
+        lr (float, Tensor): learning rate (default: 1e-3).
+        betas (tuple[float, float]): coefficients of the running averages of the gradient and its square
+            (default: (0.9, 0.999)).
+        eps (float): added to the denominator (default: 1e-8).
+        weight_decay (float): weight decay (default: 0).
+        amsgrad (bool): use the maximum of past squared-gradient averages (default: False).
+        decoupled_weight_decay (bool): AdamW's decoupled decay (default: False).
+        foreach, maximize, capturable, differentiable, fused: as in torch (one implementation runs).
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False) -> None:
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        _check_common(lr, eps, betas, weight_decay)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for index, beta in enumerate(betas):
+            if isinstance(beta, Tensor):
+                if not capturable and foreach:
+                    raise ValueError(
+                        f"betas[{index}] as a Tensor is not supported for capturable=False and foreach=True"
+                    )
+                if beta.numel() != 1:
+                    raise ValueError(f"Tensor betas[{index}] must be 1-element")
+        betas = tuple(map(to_scalar, betas))
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+            "maximize": maximize, "foreach": foreach, "capturable": capturable, "differentiable": differentiable,
+            "fused": fused, "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+        check_fused_flags(self, fused, foreach, differentiable)
+
+    def _initialize(self, p, state, group) -> None:
+        _init_moments(p, state, group, self._step_tensor)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+            params, grads, state = self._gather(group, self._initialize, keys, type(self).__name__)
+            if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"] and params:
+                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            if params:
+                self._update(group, params, grads, state)
+        return loss
+
+    @staticmethod
+    def _update(group, params, grads, state) -> None:
+        lr = value_of(to_scalar(group["lr"]))
+        beta1, beta2 = (value_of(to_scalar(b)) for b in group["betas"])
+        steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        steps.add_(1)
+        grads = _prepare_grads(group, params, grads, lr)
+        exp_avgs.lerp_(grads, 1 - beta1)
+        exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
+        step_values = steps.items()
+        step_sizes = [-lr / (1 - beta1**step) for step in step_values]
+        bias_correction2_sqrt = [(1 - beta2**step) ** 0.5 for step in step_values]
+        second_moment = exp_avg_sqs
+        if group["amsgrad"]:
+            second_moment = maximum_(state["max_exp_avg_sq"], exp_avg_sqs)
+        denom = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
+        params.addcdiv_(exp_avgs, denom, value=step_sizes)
+
+
+class AdamW(Adam):
+    r"""Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW (weight_decay 1e-2)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
+
+
+class Adamax(Optimizer):
+    r"""Adamax, Adam's infinity-norm variant, as torch.optim.Adamax (lr 2e-3)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False) -> None:
+        _check_common(lr, eps, betas, weight_decay)
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
+            "maximize": maximize, "differentiable": differentiable, "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    def _initialize(self, p, state, group) -> None:
+        state["step"] = self._step_tensor(p, group)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_inf"] = zeros_like(p)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, state = self._gather(group, self._initialize, ("step", "exp_avg", "exp_inf"), "Adamax")
+            if params:
+                self._update(group, params, grads, state)
+        return loss
+
+    @staticmethod
+    def _update(group, params, grads, state) -> None:
+        lr = value_of(to_scalar(group["lr"]))
+        beta1, beta2 = group["betas"]
+        steps, exp_avgs, exp_infs = state["step"], state["exp_avg"], state["exp_inf"]
+        steps.add_(1)
+        grads = _prepare_grads(group, params, grads, lr)
+        exp_avgs.lerp_(grads, 1 - beta1)
+        maximum_(exp_infs.mul_(beta2), grads.abs().add_(group["eps"]))
+        step_sizes = [-lr / (1 - beta1**step) for step in steps.items()]
+        params.addcdiv_(exp_avgs, exp_infs, value=step_sizes)
+
+
+class NAdam(Optimizer):
+    r"""Adam with Nesterov momentum (Dozat), as torch.optim.NAdam (lr 2e-3, momentum_decay 4e-3)."""
+
+    _scalar_state_keys = ("step", "mu_product")
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False) -> None:
+        _check_common(lr, eps, betas, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "momentum_decay": momentum_decay,
+            "decoupled_weight_decay": decoupled_weight_decay, "maximize": maximize, "foreach": foreach,
+            "capturable": capturable, "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def _initialize(self, p, state, group) -> None:
+        state["step"] = self._step_tensor(p, group)
+        state["mu_product"] = scalar_tensor(1.0, get_scalar_dtype(), p.device if group["capturable"] else None)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        keys = ("step", "mu_product", "exp_avg", "exp_avg_sq")
+        for group in self.param_groups:
+            params, grads, state = self._gather(group, self._initialize, keys, "NAdam")
+            if params:
+                self._update(group, params, grads, state)
+        return loss
+
+    @staticmethod
+    def _update(group, params, grads, state) -> None:
+        lr = value_of(to_scalar(group["lr"]))
+        beta1, beta2 = group["betas"]
+        momentum_decay = group["momentum_decay"]
+        steps, mu_products = state["step"], state["mu_product"]
+        exp_avgs, exp_avg_sqs = state["exp_avg"], state["exp_avg_sq"]
+        steps.add_(1)
+        step_values = steps.items()
+        bias_correction2 = [1 - beta2**step for step in step_values]
+        grads = _prepare_grads(group, params, grads, lr)
+        mus = [beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay))) for step in step_values]
+        mus_next = [beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay))) for step in step_values]
+        mu_products.mul_(mus)
+        exp_avgs.lerp_(grads, 1 - beta1)
+        exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
+        denom = exp_avg_sqs.div(bias_correction2).sqrt_().add_(group["eps"])
+        products = mu_products.items()
+        grad_scales = [-lr * (1.0 - mu) / (1.0 - product) for mu, product in zip(mus, products)]
+        avg_scales = [(-lr * mu_next) / (1.0 - product * mu_next) for mu_next, product in zip(mus_next, products)]
+        params.addcdiv_(grads, denom, value=grad_scales)
+        params.addcdiv_(exp_avgs, denom, value=avg_scales)
+
+
+class RAdam(Optimizer):
+    r"""Rectified Adam (Liu et al.), as torch.optim.RAdam."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False) -> None:
+        _check_common(lr, eps, betas, weight_decay)
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+            "foreach": foreach, "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def _initialize(self, p, state, group) -> None:
+        _init_moments(p, state, group, self._step_tensor)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, state = self._gather(group, self._initialize, ("step", "exp_avg", "exp_avg_sq"), "RAdam")
+            if params:
+                self._update(group, params, grads, state)
+        return loss
+
+    @staticmethod
+    def _update(group, params, grads, state) -> None:
+        lr = value_of(to_scalar(group["lr"]))
+        beta1, beta2 = group["betas"]
+        steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        steps.add_(1)
+        step_values = steps.items()
+        grads = _prepare_grads(group, params, grads, lr)
+        exp_avgs.lerp_(grads, 1 - beta1)
+        exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
+        bias_correction1 = [1 - beta1**step for step in step_values]
+        bias_correction2 = [1 - beta2**step for step in step_values]
+        corrected_avgs = exp_avgs.div(bias_correction1)
+        rho_inf = 2 / (1 - beta2) - 1
+        rho = [rho_inf - 2 * s * (beta2**s) / bc2 for s, bc2 in zip(step_values, bias_correction2)]
+        # The variance is tractable (rho > 5) once enough steps are seen: rectified adaptive step, else SGD-like.
+        rectified = [i for i, r in enumerate(rho) if r > 5.0]
+        plain = [i for i, r in enumerate(rho) if not r > 5.0]
+        if rectified:
+            rect = [
+                ((rho[i] - 4) * (rho[i] - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho[i])) ** 0.5
+                for i in rectified
+            ]
+            adaptive_lr = exp_avg_sqs.select(rectified).sqrt().add_(group["eps"]).apply(
+                "__rtruediv__", [bias_correction2[i] ** 0.5 for i in rectified]
+            )
+            update = corrected_avgs.select(rectified).mul(lr).mul(adaptive_lr).mul(rect)
+            params.select(rectified).add_(update, alpha=-1.0)
+        if plain:
+            params.select(plain).add_(corrected_avgs.select(plain).mul(lr), alpha=-1.0)

@@ -1,0 +1,197 @@
+"""SGD (momentum, dampening, Nesterov, weight decay) and ASGD (averaged SGD), each over a whole param group.
+
+See NOTE [ One optimizer implementation ] in _multi_tensor.py.
+"""
+
+from __future__ import annotations
+
+from .. import zeros_like
+from .._tensor import Tensor
+from ._multi_tensor import TensorList
+from .optimizer import (
+    Optimizer,
+    check_fused_flags,
+    check_fused_param,
+    check_real,
+    get_scalar_dtype,
+    scalar_tensor,
+    to_scalar,
+    use_grad_for_differentiable,
+    value_of,
+)
+
+__all__ = ["SGD", "ASGD"]
+
+
+def _check_lr(lr) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _directional_grads(grads: TensorList, params: TensorList, maximize: bool, weight_decay) -> TensorList:
+    """The gradient the update follows: negated under `maximize`, plus L2 weight decay (out of place)."""
+    if maximize:
+        grads = grads.neg()
+    if weight_decay != 0:
+        grads = grads.add(params, alpha=value_of(weight_decay))
+    return grads
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent, optionally with (Nesterov) momentum, as torch.optim.SGD.
+
+    Args:
+        params: iterable of parameters or param-group dicts.
+        lr (float, Tensor): learning rate (default: 1e-3).
+        momentum (float): momentum factor (default: 0).
+        dampening (float): dampening for momentum (default: 0).
+        weight_decay (float): L2 penalty (default: 0).
+        nesterov (bool): Nesterov momentum (default: False).
+        maximize, foreach, differentiable, fused: as in torch; foreach and fused run the same code.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {
+            "lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+            "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
+            "fused": fused,
+        }
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+        check_fused_flags(self, fused, foreach, differentiable)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("fused", False)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict) -> None:
+        params, grads = TensorList(), TensorList()
+        for p in group["params"]:
+            if p.grad is not None:
+                check_real(p, "SGD")
+                if group["fused"]:
+                    check_fused_param(p)
+                params.append(p)
+                grads.append(p.grad)
+        if not params:
+            return
+        lr = value_of(to_scalar(group["lr"]))
+        momentum, dampening = group["momentum"], group["dampening"]
+        grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
+        if momentum != 0:
+            buffers = self._momentum_buffers(params, grads)
+            buffers.existing.mul_(momentum).add_(buffers.existing_grads, alpha=1 - dampening)
+            if group["nesterov"]:
+                grads = grads.add(buffers.all, alpha=momentum)
+            else:
+                grads = buffers.all
+        params.add_(grads, alpha=-lr)
+
+    def _momentum_buffers(self, params: TensorList, grads: TensorList):
+        """Each param's momentum buffer; a param seen for the first time gets a copy of its grad (torch's rule),
+        and is left out of this step's momentum update."""
+        existing, existing_grads, every = TensorList(), TensorList(), TensorList()
+        for p, g in zip(params, grads):
+            state = self.state[p]
+            buffer = state.get("momentum_buffer")
+            if buffer is None:
+                buffer = state["momentum_buffer"] = g.detach().clone()
+            else:
+                existing.append(buffer)
+                existing_grads.append(g)
+            every.append(buffer)
+        return _Buffers(existing, existing_grads, every)
+
+
+class _Buffers:
+    __slots__ = ("existing", "existing_grads", "all")
+
+    def __init__(self, existing, existing_grads, every) -> None:
+        self.existing, self.existing_grads, self.all = existing, existing_grads, every
+
+
+class ASGD(Optimizer):
+    r"""Averaged stochastic gradient descent, as torch.optim.ASGD.
+
+    Args:
+        lr (float): learning rate (default: 1e-2).
+        lambd (float): decay term (default: 1e-4).
+        alpha (float): power for eta update (default: 0.75).
+        t0 (float): point at which to start averaging (default: 1e6).
+        weight_decay (float): L2 penalty (default: 0).
+    """
+
+    _scalar_state_keys = ("step", "eta", "mu")
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False) -> None:
+        _check_lr(lr)
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {
+            "lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay, "foreach": foreach,
+            "maximize": maximize, "differentiable": differentiable, "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    @staticmethod
+    def _initialize(p, state, group) -> None:
+        dtype = get_scalar_dtype()
+        state["step"] = scalar_tensor(0.0, dtype, p.device)
+        state["eta"] = scalar_tensor(value_of(to_scalar(group["lr"])), dtype, p.device)
+        state["mu"] = scalar_tensor(1.0, dtype, p.device)
+        state["ax"] = zeros_like(p)
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, state = self._gather(group, self._initialize, ("step", "eta", "mu", "ax"), "ASGD")
+            if params:
+                self._update(group, params, grads, state)
+        return loss
+
+    @staticmethod
+    def _update(group, params, grads, state) -> None:
+        lr, lambd, alpha, t0 = value_of(to_scalar(group["lr"])), group["lambd"], group["alpha"], group["t0"]
+        steps, etas, mus, axs = state["step"], state["eta"], state["mu"], state["ax"]
+        grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
+        steps.add_(1)
+        eta_values = etas.items()
+        params.mul_([1 - lambd * eta for eta in eta_values])
+        params.add_(grads, alpha=[-eta for eta in eta_values])
+        # ax follows the running average once averaging has started (mu != 1), else tracks the param
+        averaging = [i for i, mu in enumerate(mus.items()) if mu != 1]
+        averaging_set = set(averaging)
+        copying = [i for i in range(len(params)) if i not in averaging_set]
+        if averaging:
+            ax_avg = axs.select(averaging)
+            ax_avg.add_(params.select(averaging).sub(ax_avg).mul_(mus.select(averaging)))
+        if copying:
+            axs.select(copying).copy_(params.select(copying))
+        step_values = steps.items()
+        etas.fill_([lr / ((1 + lambd * lr * step) ** alpha) for step in step_values])
+        mus.fill_([1 / max(1, step - t0) for step in step_values])
+
