@@ -7,7 +7,7 @@ the pieces live in the private modules named in DESIGN.md.
 from __future__ import annotations
 
 from . import _dtype
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bfloat16,
     can_cast,
@@ -84,6 +84,8 @@ from . import linalg  # noqa: E402
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
+from . import distributed  # noqa: E402
+from . import utils  # noqa: E402
 from ._ops.misc import is_tensor, is_floating_point, is_complex, numel, result_type, typename  # noqa: E402
 from . import random  # noqa: E402
 from ._ops.random import (  # noqa: E402
@@ -96,4 +98,28 @@ from ._ops.random import (  # noqa: E402
     set_rng_state,
 )
 
+from . import backends, cuda  # noqa: E402
+from ._runtime import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_num_threads,
+    use_deterministic_algorithms,
+)
+from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
+
+from . import amp, func  # noqa: E402
+from .amp.autocast_mode import (  # noqa: E402
+    autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,
+    is_autocast_available, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
+    set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
+)
+
 __version__ = "0.1.0"
+from .serialization import save, load  # noqa: E402
+from ._compile import compile  # noqa: E402,A001 - torch.compile (ember/_compile, docs/compile.md)

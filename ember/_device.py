@@ -70,10 +70,24 @@ CPU = device("cpu")
 META = device("meta")
 
 
+_default_device = CPU
+
+
+def set_default_device(value) -> None:
+    """torch.set_default_device: the device factory functions use when given none (None restores cpu)."""
+    global _default_device
+    _default_device = CPU if value is None else device(value)
+
+
+def get_default_device() -> device:
+    """torch.get_default_device."""
+    return _default_device
+
+
 def as_device(value) -> device:
-    """Normalise a device argument (str, int, device, None -> cpu)."""
+    """Normalise a device argument (str, int, device, None -> the default device, cpu unless set)."""
     if value is None:
-        return CPU
+        return _default_device
     if type(value) is device:
         return value
     return device(value)

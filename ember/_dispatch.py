@@ -29,6 +29,8 @@ SAVE_RESULT = 2
 EMPTY: dict = {}
 HALF_TYPES = (dt.float16, dt.bfloat16)
 Tensor = None  # set by ember._tensor (import cycle)
+tracer = None  # graph capture (ember.compile) sets an object with record(op, args, params, results)
+autocast = None  # ember.amp sets a function (op, args) -> args while an autocast region is active
 
 
 class OpDef:
@@ -116,6 +118,8 @@ def keep(args, params):
 
 def call(op: OpDef, args: tuple, params: dict = EMPTY):
     """Run one op call through the one dispatch path; see the module docstring."""
+    if autocast is not None:
+        args = autocast(op, args)
     device = None
     needs_grad = False
     for a in args:
@@ -139,6 +143,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
         results = _call_backend(op, args, params, compute, out_dtype, device)
     if needs_grad and state.enabled and op.backward is not None:
         _record(op, args, params, results)
+    if tracer is not None:
+        tracer.record(op, args, params, results)
     return results
 
 

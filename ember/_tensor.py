@@ -447,6 +447,8 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         from ._autograd import functions
 
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("Tensor.backward() inside a compiled function", self)
         functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ in-place results
@@ -498,6 +500,8 @@ class Tensor:
                 from ._ops import views
 
                 views.rebase_view(self, result)
+        if _dispatch.tracer is not None:  # ember.compile: this tensor now stands for result's value
+            _dispatch.tracer.inplace(self, result)
         return self
 
     # ------------------------------------------------------------ conversion to Python / NumPy
@@ -507,23 +511,31 @@ class Tensor:
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
         self._check_data("item")
+        if _dispatch.tracer is not None:  # ember.compile: a tensor's value read into Python
+            _dispatch.tracer.graph_break("Tensor.item(): a tensor value read into Python", self)
         value = self._data.reshape(()).item() if self._dtype is not dt.bfloat16 else float(self._data.reshape(()))
         return _python_scalar(value, self._dtype)
 
     def tolist(self):
         self._check_data("tolist")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("Tensor.tolist(): tensor values read into Python", self)
         if self._dtype is dt.bfloat16:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         self._check_data("numpy")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("Tensor.numpy(): tensor values leave ember", self)
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
         self._check_data("__array__")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("Tensor.__array__(): tensor values leave ember", self)
         array = self._data
         return array if dtype is None else array.astype(dtype)
 
@@ -542,6 +554,8 @@ class Tensor:
         if self._data.size != 1:
             amount = "no values" if self._data.size == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("data-dependent control flow: Tensor.__bool__ (an `if` on a tensor)", self)
         return bool(self.item())
 
     def _one_element(self):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 
 from ._ops import random as _random
@@ -47,5 +46,3 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
         for generator, state in device_states:
             generator.set_state(state)
 
-
-del warnings

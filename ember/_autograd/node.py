@@ -301,6 +301,28 @@ class OpNode(Node):
             unpacked.append(tensor)
         return unpacked[0] if len(unpacked) == 1 else tuple(unpacked)
 
+    def saved_output(self, nr: int):
+        """Output `nr` of the saved result, checking only that output's version.
+
+        For a backward that needs some outputs but not others: batch norm needs mean and rstd, not y, and
+        torch lets y be modified in place (BatchNorm followed by ReLU(inplace=True)).
+        """
+        results = self._result
+        if results is None:
+            return self.result  # raises the freed / not-saved error
+        saved = results[nr]
+        if type(saved) is SavedTensor:
+            return saved.unpack(self)
+        data, storage, version, dtype, device = saved
+        if storage.version != version:
+            raise version_error(tensor_factory(data, dtype, device, storage), self, version, nr)
+        tensor = tensor_factory(data, dtype, device, storage)
+        if dtype.category >= 2:
+            tensor._grad_fn = self
+            tensor._output_nr = nr
+            tensor._requires_grad = True
+        return tensor
+
     @property
     def num_outputs(self) -> int:
         return self._output_count

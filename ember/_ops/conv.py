@@ -94,7 +94,7 @@ def _input_grad_impl(xp, g, w, input_shape, stride, padding, dilation, groups):
     n = g.shape[0]
     out = g.shape[2:]
     out_channels = w.shape[0]
-    flat = g.reshape(n, out_channels, -1)
+    flat = g.reshape(n, out_channels, math.prod(out))  # not -1: NumPy can't infer it for an empty batch
     if groups == 1:
         cols = xp.matmul(w.reshape(out_channels, -1).T, flat)
         return _col2im(xp, cols, input_shape, kernel, stride, padding, dilation, out)
@@ -113,7 +113,7 @@ def _weight_grad_impl(xp, x, g, weight_shape, stride, padding, dilation, groups)
     kernel = weight_shape[2:]
     out_channels = weight_shape[0]
     n = x.shape[0]
-    flat = g.reshape(n, out_channels, -1)
+    flat = g.reshape(n, out_channels, math.prod(g.shape[2:]))  # not -1: NumPy can't infer it for an empty batch
     if groups == 1:
         cols, _ = _columns(xp, x, kernel, stride, padding, dilation)
         return xp.tensordot(flat, cols, axes=([0, 2], [0, 2])).reshape(weight_shape)

@@ -8,15 +8,18 @@ grad_input, calls hook(module, grad_input, grad_output) and may replace it.
 from __future__ import annotations
 
 from .._autograd.grad_mode import state
-from .._dispatch import OpDef, call, keep
+from .._dispatch import OpDef, call
 from .._tensor import Tensor
 
 
 def _identity_impl(xp, *arrays, state):
-    return tuple(arrays)
+    # dispatch wraps a single output as one tensor, several as a tuple
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
 def _rule(args, params):
+    if len(args) == 1:
+        return None, args[0]._dtype
     return None, tuple(a._dtype for a in args)
 
 
@@ -26,12 +29,16 @@ def _make_op(name, backward):
     return op
 
 
+def _as_tuple(grads) -> tuple:
+    return tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+
+
 def _output_backward(ctx, grads):
-    return ctx.params["state"].on_grad_output(grads)
+    return ctx.params["state"].on_grad_output(_as_tuple(grads))
 
 
 def _input_backward(ctx, grads):
-    return ctx.params["state"].on_grad_input(grads)
+    return ctx.params["state"].on_grad_input(_as_tuple(grads))
 
 
 _OUTPUT_OPS: dict = {}
@@ -64,6 +71,8 @@ class BackwardHookState:
         tensors = tuple(values[i] for i in positions)
         op = _op_for(cache, len(tensors), backward)
         outputs = call(op, tensors, {"state": self})
+        if len(tensors) == 1:
+            outputs = (outputs,)
         values = list(values)
         for i, out in zip(positions, outputs):
             values[i] = out

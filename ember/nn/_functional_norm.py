@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .._autograd.grad_mode import no_grad
+from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor
 
@@ -33,8 +34,14 @@ def _normalize_impl(xp, x, weight, bias, axes, eps):
 def _normalize_backward(ctx, grads):
     g = grads[0]
     x, weight, bias = ctx.inputs
-    _, mean, rstd = ctx.result
+    # Not ctx.result: y itself is not needed and may have been modified in place since (a ReLU(inplace=True)).
+    mean, rstd = ctx.saved_output(1), ctx.saved_output(2)
     axes = ctx.params["axes"]
+    if grad_state.enabled and x.requires_grad:
+        # create_graph=True: mean and rstd are non-differentiable outputs, so recompute them from x in ember
+        # ops for the double backward to see their dependence on x.
+        mean = x.mean(axes, keepdim=True)
+        rstd = 1.0 / ((x - mean).square().mean(axes, keepdim=True) + ctx.params["eps"]).sqrt()
     count = math.prod(x.shape[a] for a in axes)
     xhat = (x - mean) * rstd
     grad_x = grad_w = grad_b = None

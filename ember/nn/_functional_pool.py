@@ -155,6 +155,9 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
                                f"kernel_size={kernel[i]} and dilation=1")
     spatial = tuple(x.shape[2:])
     out = tuple(_pool_out(spatial[i], kernel[i], stride[i], padding[i], 1, ceil_mode) for i in range(dims))
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"Given input size: ({'x'.join(str(s) for s in x.shape[1:])}). Calculated output size: "
+                           f"({'x'.join(str(s) for s in (x.shape[1],) + out)}). Output size is too small")
     n, c = x.shape[:2]
     pairs = tuple((padding[i], max((out[i] - 1) * stride[i] + kernel[i] - spatial[i] - padding[i], 0))
                   for i in range(dims))
@@ -337,14 +340,27 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
     """col2im: the adjoint of unfold, summing overlapping values."""
     kernel = _tuple(kernel_size, 2, "kernel_size")
     output_size = _tuple(output_size, 2, "output_size")
+    if input.ndim not in (2, 3):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 2 else (input, False)
     n = x.shape[0]
     k = math.prod(kernel)
+    if x.shape[1] % k:
+        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={x.shape[1]} and kernel_size={kernel}.")
     c = x.shape[1] // k
     geometry = {"stride": _tuple(stride, 2, "stride"), "padding": tuple((p, p) for p in _tuple(padding, 2, "padding")),
                 "dilation": _tuple(dilation, 2, "dilation"), "groups": 1}
     out = [(output_size[i] + 2 * geometry["padding"][i][0] - geometry["dilation"][i] * (kernel[i] - 1) - 1)
            // geometry["stride"][i] + 1 for i in range(2)]
+    if x.shape[2] != out[0] * out[1]:
+        block_dim = 1 if unbatched else 2
+        raise RuntimeError(
+            f"Given output_size={output_size}, kernel_size={kernel}, dilation={geometry['dilation']}, "
+            f"padding={tuple(p for p, _ in geometry['padding'])}, stride={geometry['stride']}, expected size of "
+            f"input's dimension {block_dim} to match the calculated number of sliding blocks {out[0]} * {out[1]} = "
+            f"{out[0] * out[1]}, but got input.size({block_dim})={x.shape[2]}.")
     weight = x.new_tensor(np.eye(k).reshape((k, 1) + kernel))
     cols = x.reshape(n, c, k, out[0], out[1]).reshape(n * c, k, out[0], out[1])
     result = conv_ops.conv_input_grad(cols, weight, (n * c, 1) + output_size, geometry).reshape((n, c) + output_size)

@@ -847,6 +847,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     input_lengths = _int_list(input_lengths)
     target_lengths = _int_list(target_lengths)
     batch = log_probs.shape[1]
+    if targets.ndim == 2 and target_lengths and max(target_lengths) > targets.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} at dimension 1, but got size "
+                           f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
+                           "ctc_loss_allocate_outputs)")
     losses = []
     offset = 0
     # A finite stand-in for log(0): logsumexp's gradient over all-(-inf) entries would be nan.

@@ -88,6 +88,9 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
         data = empty(0, device=device, dtype=dtype)
         return data._make_subclass_of(cls, requires_grad)
 
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        pass  # everything happens in __new__ (Parameter.__init__ takes other arguments)
+
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     cls_to_become = Tensor
@@ -97,6 +100,9 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
         data = empty(0, device=device, dtype=dtype)
         return data._make_subclass_of(cls, requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        pass  # everything happens in __new__ (Parameter.__init__ takes other arguments)
 
 
 def is_lazy(param) -> bool:

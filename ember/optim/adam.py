@@ -45,7 +45,7 @@ def _prepare_grads(group, params: TensorList, grads: TensorList, lr: float) -> T
     weight_decay = group["weight_decay"]
     if weight_decay != 0:
         if group.get("decoupled_weight_decay", False):
-            params.mul_(1 - lr * weight_decay)
+            params.mul_(value_of(1 - lr * weight_decay))
         else:
             grads = grads.add(params, alpha=weight_decay)
     return grads
@@ -117,7 +117,7 @@ class Adam(Optimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])  # a tensor lr stays one: scalars derived from it round as in torch
         beta1, beta2 = (value_of(to_scalar(b)) for b in group["betas"])
         steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
         steps.add_(1)
@@ -125,7 +125,7 @@ class Adam(Optimizer):
         exp_avgs.lerp_(grads, 1 - beta1)
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
         step_values = steps.items()
-        step_sizes = [-lr / (1 - beta1**step) for step in step_values]
+        step_sizes = [value_of(-lr / (1 - beta1**step)) for step in step_values]
         bias_correction2_sqrt = [(1 - beta2**step) ** 0.5 for step in step_values]
         second_moment = exp_avg_sqs
         if group["amsgrad"]:
@@ -178,14 +178,14 @@ class Adamax(Optimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])  # a tensor lr stays one: scalars derived from it round as in torch
         beta1, beta2 = group["betas"]
         steps, exp_avgs, exp_infs = state["step"], state["exp_avg"], state["exp_inf"]
         steps.add_(1)
         grads = _prepare_grads(group, params, grads, lr)
         exp_avgs.lerp_(grads, 1 - beta1)
         maximum_(exp_infs.mul_(beta2), grads.abs().add_(group["eps"]))
-        step_sizes = [-lr / (1 - beta1**step) for step in steps.items()]
+        step_sizes = [value_of(-lr / (1 - beta1**step)) for step in steps.items()]
         params.addcdiv_(exp_avgs, exp_infs, value=step_sizes)
 
 
@@ -226,7 +226,7 @@ class NAdam(Optimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])  # a tensor lr stays one: scalars derived from it round as in torch
         beta1, beta2 = group["betas"]
         momentum_decay = group["momentum_decay"]
         steps, mu_products = state["step"], state["mu_product"]
@@ -242,8 +242,10 @@ class NAdam(Optimizer):
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
         denom = exp_avg_sqs.div(bias_correction2).sqrt_().add_(group["eps"])
         products = mu_products.items()
-        grad_scales = [-lr * (1.0 - mu) / (1.0 - product) for mu, product in zip(mus, products)]
-        avg_scales = [(-lr * mu_next) / (1.0 - product * mu_next) for mu_next, product in zip(mus_next, products)]
+        grad_scales = [value_of(-lr * (1.0 - mu) / (1.0 - product)) for mu, product in zip(mus, products)]
+        avg_scales = [
+            value_of((-lr * mu_next) / (1.0 - product * mu_next)) for mu_next, product in zip(mus_next, products)
+        ]
         params.addcdiv_(grads, denom, value=grad_scales)
         params.addcdiv_(exp_avgs, denom, value=avg_scales)
 
@@ -276,7 +278,7 @@ class RAdam(Optimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])  # a tensor lr stays one: scalars derived from it round as in torch
         beta1, beta2 = group["betas"]
         steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
         steps.add_(1)

@@ -102,7 +102,7 @@ class RMSprop(_GroupwiseOptimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr, alpha = value_of(to_scalar(group["lr"])), group["alpha"]
+        lr, alpha = to_scalar(group["lr"]), group["alpha"]
         state["step"].add_(1)
         grads = _l2_grads(group, params, grads)
         square_avgs = state["square_avg"].mul_(alpha).addcmul_(grads, grads, value=1 - alpha)
@@ -114,9 +114,9 @@ class RMSprop(_GroupwiseOptimizer):
         avg.add_(group["eps"])
         if group["momentum"] > 0:
             buffers = state["momentum_buffer"].mul_(group["momentum"]).addcdiv_(grads, avg)
-            params.add_(buffers, alpha=-lr)
+            params.add_(buffers, alpha=value_of(-lr))
         else:
-            params.addcdiv_(grads, avg, value=-lr)
+            params.addcdiv_(grads, avg, value=value_of(-lr))
 
 
 class Adagrad(_GroupwiseOptimizer):
@@ -163,11 +163,11 @@ class Adagrad(_GroupwiseOptimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr, lr_decay = value_of(to_scalar(group["lr"])), group["lr_decay"]
+        lr, lr_decay = to_scalar(group["lr"]), group["lr_decay"]
         steps, sums = state["step"], state["sum"]
         steps.add_(1)
         grads = _l2_grads(group, params, grads)
-        step_sizes = [-lr / (1 + (step - 1) * lr_decay) for step in steps.items()]
+        step_sizes = [value_of(-lr / (1 + (step - 1) * lr_decay)) for step in steps.items()]
         sums.addcmul_(grads, grads, value=1)
         std = sums.sqrt().add_(group["eps"])
         params.addcdiv_(grads, std, value=step_sizes)
@@ -210,7 +210,7 @@ class Adadelta(_GroupwiseOptimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr, rho, eps = value_of(to_scalar(group["lr"])), group["rho"], group["eps"]
+        lr, rho, eps = to_scalar(group["lr"]), group["rho"], group["eps"]
         square_avgs, acc_deltas = state["square_avg"], state["acc_delta"]
         state["step"].add_(1)
         grads = _l2_grads(group, params, grads)
@@ -218,7 +218,7 @@ class Adadelta(_GroupwiseOptimizer):
         std = square_avgs.add(eps).sqrt_()
         delta = acc_deltas.add(eps).sqrt_().div_(std).mul_(grads)
         acc_deltas.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-        params.add_(delta, alpha=-lr)
+        params.add_(delta, alpha=value_of(-lr))
 
 
 class Rprop(_GroupwiseOptimizer):

@@ -233,7 +233,7 @@ class _Run:
 
     def iterate(self) -> None:
         group, state = self.group, self.state
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         n_iter = 0

@@ -5,7 +5,7 @@ See NOTE [ One optimizer implementation ] in _multi_tensor.py.
 
 from __future__ import annotations
 
-from .. import zeros_like
+from .. import as_tensor, zeros_like
 from .._tensor import Tensor
 from ._multi_tensor import TensorList
 from .optimizer import (
@@ -96,7 +96,7 @@ class SGD(Optimizer):
                 grads.append(p.grad)
         if not params:
             return
-        lr = value_of(to_scalar(group["lr"]))
+        lr = to_scalar(group["lr"])
         momentum, dampening = group["momentum"], group["dampening"]
         grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
         if momentum != 0:
@@ -106,7 +106,7 @@ class SGD(Optimizer):
                 grads = grads.add(buffers.all, alpha=momentum)
             else:
                 grads = buffers.all
-        params.add_(grads, alpha=-lr)
+        params.add_(grads, alpha=value_of(-lr))
 
     def _momentum_buffers(self, params: TensorList, grads: TensorList):
         """Each param's momentum buffer; a param seen for the first time gets a copy of its grad (torch's rule),
@@ -175,7 +175,7 @@ class ASGD(Optimizer):
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
-        lr, lambd, alpha, t0 = value_of(to_scalar(group["lr"])), group["lambd"], group["alpha"], group["t0"]
+        lr, lambd, alpha, t0 = to_scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
         steps, etas, mus, axs = state["step"], state["eta"], state["mu"], state["ax"]
         grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
         steps.add_(1)
@@ -191,7 +191,8 @@ class ASGD(Optimizer):
             ax_avg.add_(params.select(averaging).sub(ax_avg).mul_(mus.select(averaging)))
         if copying:
             axs.select(copying).copy_(params.select(copying))
+        # torch builds the new values with torch.as_tensor (default dtype), so they round through it
         step_values = steps.items()
-        etas.fill_([lr / ((1 + lambd * lr * step) ** alpha) for step in step_values])
-        mus.fill_([1 / max(1, step - t0) for step in step_values])
+        etas.copy_([as_tensor(lr / ((1 + lambd * lr * step) ** alpha)) for step in step_values])
+        mus.copy_([as_tensor(1 / max(1, step - t0)) for step in step_values])
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any, Literal
 
-from .. import tensor
 from .. import int64 as _long
+from .. import tensor
 from .._autograd.grad_mode import no_grad
 from .._tensor import Tensor
 from ..nn import Module
@@ -92,6 +92,13 @@ def get_swa_avg_fn():
     return swa_update
 
 
+@no_grad()
+def _swa_divide_update(averaged_list, current_list, num_averaged) -> None:
+    """get_swa_avg_fn's formula over a list, written back with copy_ (so integer buffers truncate, as in torch)."""
+    averaged = TensorList(averaged_list)
+    averaged.copy_(averaged.add(TensorList(current_list).sub(averaged).div(num_averaged + 1)))
+
+
 class AveragedModel(Module):
     r"""A copy of `model` whose parameters are the average (SWA by default, or EMA) of the models passed to
     update_parameters().
@@ -149,7 +156,9 @@ class AveragedModel(Module):
                 n_averaged = self.n_averaged.to(p_averaged.device)
                 p_averaged.detach().copy_(self.avg_fn(p_averaged.detach(), p_model, n_averaged))
             return
-        multi_avg_fn = self.multi_avg_fn or get_swa_multi_avg_fn()
+        # NOTE: with neither fn given, torch on CPU (no foreach kernels there) applies get_swa_avg_fn per tensor:
+        # a + (c - a) / (n + 1), dividing by the count, which rounds differently from the lerp of the multi fn.
+        multi_avg_fn = self.multi_avg_fn or _swa_divide_update
         # the list update runs per (device, dtype) group, as torch's foreach kernels do
         groups: dict = {}
         for p_averaged, p_model in zip(averaged_list, current_list):

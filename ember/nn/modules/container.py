@@ -468,8 +468,9 @@ class ParameterDict(Module):
             if isinstance(p, Tensor):
                 size_str = "x".join(str(size) for size in p.size())
                 device_str = "" if p.device.type == "cpu" else f" ({p.device})"
+                # torch's ParameterDict names the tensor type (torch.typename), its ParameterList the dtype
                 parastr = "{} containing: [{} of size {}{}]".format(
-                    "Parameter" if isinstance(p, Parameter) else "Tensor", p.dtype, size_str, device_str)
+                    "Parameter" if isinstance(p, Parameter) else "Tensor", p.type(), size_str, device_str)
                 lines.append("  (" + str(k) + "): " + parastr)
             else:
                 lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)

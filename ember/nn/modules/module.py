@@ -178,7 +178,8 @@ class Module:
             self._parameters[name] = None
             return
         if not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (torch.nn.Parameter "
+            typename = param.type() if isinstance(param, Tensor) else type(param).__name__  # torch.typename
+            raise TypeError(f"cannot assign '{typename}' object to parameter '{name}' (torch.nn.Parameter "
                             "or None required)")
         if param.grad_fn is not None:
             raise ValueError(
@@ -396,6 +397,29 @@ class Module:
         return self._call_with_hooks(forward_call, args, kwargs)
 
     def _call_with_hooks(self, forward_call, args, kwargs):
+        called_always = set()
+        try:
+            return self._run_with_hooks(forward_call, args, kwargs, called_always)
+        except Exception:
+            # as torch: hooks registered with always_call=True still run (on result None) when forward raised
+            self._run_always_called_hooks(args, kwargs, called_always)
+            raise
+
+    def _run_always_called_hooks(self, args, kwargs, called_always) -> None:
+        for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+            always = hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called
+            if not always or hook_id in called_always:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    hook(self, args, kwargs, None)
+                else:
+                    hook(self, args, None)
+            except Exception as error:
+                warnings.warn("module forward hook with ``always_call=True`` raised an exception that was silenced "
+                              f"as another error was raised in forward: {error}", stacklevel=3)
+
+    def _run_with_hooks(self, forward_call, args, kwargs, called_always):
         for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
@@ -424,6 +448,7 @@ class Module:
                 hook_result = hook(self, args, kwargs, result)
             else:
                 hook_result = hook(self, args, result)
+            called_always.add(hook_id)
             if hook_result is not None:
                 result = hook_result
         if backward_state is not None:

@@ -47,8 +47,16 @@ def multi_head_attention_forward(query, key, value, embed_dim, num_heads, in_pro
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, _ = query.shape
+    tgt_len, bsz, query_embed_dim = query.shape
     src_len = key.shape[0]
+    if query_embed_dim != embed_dim:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim}, but got {query_embed_dim}")
+    if key_padding_mask is not None:  # torch's _check_key_padding_mask
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")

@@ -1,0 +1,379 @@
+"""ember.compile: guards, the per-guard-set cache of compiled graphs, recompiles, fallback, explain.
+
+One call of a compiled function:
+
+    guard key of the arguments (shapes, dtypes, devices, requires_grad, aliasing, non-tensor values,
+    grad mode, default dtype, the module's training flags and parameter identities)
+      -> cached entry: replay its graph (or run eagerly if that guard set broke the graph)
+      -> miss: capture by tracing this call (its result is the eager result), compile, cache.
+
+Misses after the first capture are recompiles, counted against config.recompile_limit; past it the
+function runs eagerly for new guard sets and warns once, naming the guard that kept failing.  Shape-only
+misses do not count when dynamic is not False (every size gets its own graph; the kernels take sizes as
+run-time arguments, so a new size costs a trace, never a C compile) up to config.cache_size_limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+
+from .. import _dispatch
+from .. import _dtype as dt
+from .._autograd.grad_mode import state
+from .._tensor import Tensor
+from . import codegen
+from .config import config
+from .graph import iter_values, map_structure
+from .runtime import CompiledGraph
+from .tracer import BreakReason, Tracer, Unsupported, flatten_tensors
+
+_all_compiled: weakref.WeakSet = weakref.WeakSet()
+
+
+class _Entry:
+    def __init__(self, compiled=None, breaks=(), externals=(), structure=None, placeholder_count=0) -> None:
+        self.compiled = compiled
+        self.eager = compiled is None
+        self.breaks = list(breaks)
+        self.externals = externals  # (tensor, shape, dtype, requires_grad)
+        self.structure = structure
+
+    def externals_ok(self) -> bool:
+        for tensor, shape, dtype, requires_grad in self.externals:
+            if tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad:
+                return False
+        return True
+
+    def __call__(self, args, kwargs):
+        tensors = _unique_tensors(args, kwargs)
+        outputs = self.compiled.run(*tensors)
+        it = iter(outputs)
+        return map_structure(self.structure, lambda value: next(it))
+
+
+def _unique_tensors(args, kwargs) -> list:
+    seen = set()
+    out = []
+    for _, tensor in flatten_tensors(args, kwargs):
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            out.append(tensor)
+    return out
+
+
+class CompiledFunction:
+    """What ember.compile returns for a function (and what Module.compile installs)."""
+
+    def __init__(self, fn, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+                 disable=False) -> None:
+        if backend not in ("inductor", "eager", "aot_eager") and not callable(backend):
+            raise ValueError(f"ember.compile: unknown backend {backend!r} (inductor, eager, aot_eager)")
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = backend
+        self.mode = mode
+        self.options = dict(options or {})
+        if backend in ("eager", "aot_eager"):
+            self.options["fusion"] = False
+        self.disabled = disable
+        self.module = _module_of(fn)
+        self.cache: dict = {}
+        self.labels: dict = {}
+        self.recompiles = 0
+        self.gave_up = False
+        self.last_reason = None
+        self.graph_breaks: list[BreakReason] = []
+        functools.update_wrapper(self, fn, updated=())
+        _all_compiled.add(self)
+
+    # ------------------------------------------------------------ guards
+    def _walk(self, args, kwargs, labelled: bool):
+        values, labels = [], []
+        add_label = labels.append if labelled else (lambda _: None)
+        values.append(state.enabled)
+        add_label("grad mode")
+        values.append(dt.get_default_dtype())
+        add_label("default dtype")
+        values.append(None if _dispatch.autocast is None else _autocast_state())
+        add_label("autocast state")
+        module = self.module
+        if module is not None:
+            values.append(tuple(m.training for m in module.modules()))
+            add_label("module training flags")
+            values.append(tuple(id(p) for p in module.parameters()) + tuple(id(b) for b in module.buffers()))
+            add_label("module parameter/buffer identity")
+        aliases: dict = {}
+
+        def leaf(value, path):
+            if isinstance(value, Tensor):
+                values.append(value._data.shape)
+                add_label(f"{path}.shape")
+                values.append((value._dtype, value._device, value._requires_grad, aliases.setdefault(id(value),
+                                                                                                      len(aliases))))
+                add_label(f"{path} dtype/device/requires_grad/aliasing")
+            elif isinstance(value, (tuple, list)):
+                values.append((type(value), len(value)))
+                add_label(f"{path} length")
+                for index, item in enumerate(value):
+                    leaf(item, f"{path}[{index}]")
+            elif isinstance(value, dict):
+                values.append(tuple(value))
+                add_label(f"{path} keys")
+                for key, item in value.items():
+                    leaf(item, f"{path}[{key!r}]")
+            elif value is None or type(value) in (int, float, bool, str):
+                values.append((type(value), value))
+                add_label(f"{path} == {value!r}")
+            else:
+                from ..nn.modules.module import Module
+
+                if isinstance(value, Module):
+                    values.append((id(value), tuple(m.training for m in value.modules())))
+                else:
+                    values.append(("id", id(value)))
+                add_label(f"{path} identity")
+
+        for index, arg in enumerate(args):
+            leaf(arg, f"args[{index}]")
+        for key, arg in kwargs.items():
+            leaf(arg, f"kwargs[{key!r}]")
+        return tuple(values), labels
+
+    def _failed_guard(self, key, labels):
+        """The first guard of the newest entry that this call fails, as text; and whether only shapes differ."""
+        newest = next(reversed(self.cache))
+        old_labels = self.labels[newest]
+        if len(newest) != len(key):
+            return "argument structure changed", False
+        differing = [(label, old, new) for label, old, new in zip(labels, newest, key) if old != new]
+        shape_only = all(label.endswith(".shape") and len(old) == len(new) for label, old, new in differing)
+        label, old, new = differing[0] if differing else ("?", None, None)
+        if label.endswith(".shape"):
+            text = f"{label} changed from {list(old)} to {list(new)}"
+        else:
+            text = f"{label} (was {_short(old)}, now {_short(new)})"
+        del old_labels
+        return text, shape_only
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        if self.disabled or config.disable or _dispatch.tracer is not None:
+            return self.fn(*args, **kwargs)  # inside another capture: inline (the outer tracer records it)
+        key, _ = self._walk(args, kwargs, False)
+        entry = self.cache.get(key)
+        reason = None
+        if entry is not None:
+            if entry.eager:
+                return self.fn(*args, **kwargs)
+            if entry.externals_ok():
+                return entry(args, kwargs)
+            del self.cache[key]
+            reason, shape_only = "a parameter or closure tensor changed shape, dtype or requires_grad", False
+        if self.gave_up:
+            return self.fn(*args, **kwargs)
+        key, labels = self._walk(args, kwargs, True)
+        if reason is None and self.cache:
+            reason, shape_only = self._failed_guard(key, labels)
+        if reason is not None:
+            counts = not (shape_only and self.dynamic is not False)
+            self.recompiles += counts
+            self.last_reason = reason
+            codegen.log("recompiles", f"recompiling {self.__name__}: {reason}", self.options)
+            limit = config.recompile_limit if counts else config.cache_size_limit
+            if self.recompiles > config.recompile_limit or len(self.cache) >= config.cache_size_limit or (
+                    not counts and len(self.cache) >= limit):
+                self.gave_up = True
+                warnings.warn(
+                    f"ember.compile: {self.__name__} reached the recompile limit "
+                    f"(config.recompile_limit={config.recompile_limit}); the guard that kept failing: {reason}. "
+                    "It runs eagerly for new inputs from now on (ember.compiler.reset() to start over).",
+                    RuntimeWarning, stacklevel=2)
+                return self.fn(*args, **kwargs)
+        return self._capture(key, labels, args, kwargs)
+
+    def _capture(self, key, labels, args, kwargs):
+        tracer = Tracer(fullgraph=self.fullgraph)
+        entry_mode = state.enabled
+        with tracer:
+            tracer.bind_inputs(args, kwargs)
+            result = self.fn(*args, **kwargs)
+        ok = tracer.finish(result)
+        if not ok:
+            self.graph_breaks.extend(tracer.breaks)
+            codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__}: {b}" for b in tracer.breaks),
+                        self.options)
+            entry = _Entry(breaks=tracer.breaks)
+        else:
+            graph = tracer.graph
+            graph.mutations = tracer.mutations
+            graph.entry_grad_enabled = entry_mode
+            compiled = CompiledGraph(graph, self.options)
+            externals = tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad)
+                              for n in graph.nodes if n.kind == "external")
+            entry = _Entry(compiled, externals=externals, structure=graph.output.structure)
+        self.cache[key] = entry
+        self.labels[key] = labels
+        return result
+
+    # ------------------------------------------------------------ inspection
+    @property
+    def graphs(self) -> list:
+        return [e.compiled.graph for e in self.cache.values() if e.compiled is not None]
+
+    @property
+    def kernel_sources(self) -> list:
+        return [e.compiled.kernel_source for e in self.cache.values() if e.compiled is not None]
+
+    def reset(self) -> None:
+        self.cache.clear()
+        self.labels.clear()
+        self.recompiles = 0
+        self.gave_up = False
+        self.graph_breaks.clear()
+
+    def __get__(self, instance, owner):
+        """Decorating a method: bind like a function would."""
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
+
+
+def _autocast_state():
+    try:
+        from ..amp import autocast_mode
+
+        return ("on", autocast_mode.get_autocast_dtype("cpu"), autocast_mode.get_autocast_dtype("cuda"))
+    except Exception:  # noqa: BLE001 - an amp without these getters still guards on/off
+        return ("on",)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _module_of(fn):
+    from ..nn.modules.module import Module
+
+    owner = getattr(fn, "__self__", None)
+    return owner if isinstance(owner, Module) else None
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable: bool = False):
+    """torch.compile: capture `model` (a function or nn.Module) into graphs, fuse pointwise chains into
+    generated kernels, replay them on later calls.  Usable as `compile(fn)`, `@compile`, `@compile(...)`."""
+    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                    disable=disable)
+    if model is None:
+        return lambda fn: compile(fn, **settings)
+    from ..nn.modules.module import Module
+
+    if isinstance(model, Module):
+        return OptimizedModule(model, CompiledFunction(model._call_impl, **settings))
+    if not callable(model):
+        raise RuntimeError("ember.compile: model must be callable (a function or an nn.Module)")
+    return CompiledFunction(model, **settings)
+
+
+def _optimized_module_class():
+    from ..nn.modules.module import Module
+
+    class OptimizedModule(Module):
+        """torch._dynamo.OptimizedModule: the original module under `_orig_mod`, called through the compiler."""
+
+        def __init__(self, module, compiled) -> None:
+            super().__init__()
+            self._orig_mod = module
+            object.__setattr__(self, "_compiled", compiled)
+
+        def forward(self, *args, **kwargs):
+            return self._compiled(*args, **kwargs)
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self._modules["_orig_mod"], name)
+
+    return OptimizedModule
+
+
+def OptimizedModule(module, compiled):  # noqa: N802 - built lazily (nn imports ember at import time)
+    global OptimizedModule
+    cls = _optimized_module_class()
+    OptimizedModule = cls
+    return cls(module, compiled)
+
+
+# ---------------------------------------------------------------- explain
+
+
+class ExplainOutput:
+    """torch._dynamo.explain's result: graphs, graph_count, graph_break_count, break_reasons, ops_per_graph."""
+
+    def __init__(self, graphs, breaks, result) -> None:
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(breaks)
+        self.break_reasons = breaks
+        self.ops_per_graph = [[n.op.name for n in g.call_nodes] for g in graphs]
+        self.result = result
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {sum(len(ops) for ops in self.ops_per_graph)}", "Break Reasons:"]
+        for index, reason in enumerate(self.break_reasons, 1):
+            lines.append(f"  Break Reason {index}: {reason.reason}")
+            if reason.source:
+                lines.append(f"    at {reason.source}")
+        lines.append("Ops per Graph:")
+        for index, ops in enumerate(self.ops_per_graph, 1):
+            lines.append(f"  Graph {index}: {', '.join(ops)}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn, *args, **kwargs):
+    """ember.compiler.explain(fn)(*args) or explain(fn, *args): run fn once, recording where graphs break."""
+    if not args and not kwargs:
+        return lambda *a, **k: explain(fn, *a, **k)
+    target = fn.fn if isinstance(fn, CompiledFunction) else fn
+    tracer = Tracer(explain=True)
+    with tracer:
+        tracer.bind_inputs(args, kwargs)
+        result = target(*args, **kwargs)
+    tracer.finish(result)
+    graphs = [g for g in tracer.graphs if g.call_nodes]
+    return ExplainOutput(graphs, tracer.breaks, result)
+
+
+def reset() -> None:
+    """Forget every compiled graph (torch._dynamo.reset); the on-disk kernel cache stays."""
+    for compiled in list(_all_compiled):
+        compiled.reset()
+
+
+def disable(fn=None, recursive: bool = True):
+    """Run `fn` eagerly, never captured: inside a capture, calling it is a graph break."""
+    if fn is None:
+        return lambda f: disable(f, recursive)
+    if isinstance(fn, CompiledFunction):
+        fn = fn.fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        tracer = _dispatch.tracer
+        if tracer is not None:
+            tracer.graph_break(f"call to ember.compiler.disable'd function {getattr(fn, '__name__', fn)}")
+        return fn(*args, **kwargs)
+
+    wrapper._ember_disabled = True
+    return wrapper
+
+
+__all__ = ["compile", "explain", "reset", "disable", "Unsupported", "CompiledFunction", "ExplainOutput"]

@@ -1,0 +1,360 @@
+"""Group pointwise chains (and the last-dim reductions that end them) into kernels described by a tiny micro-IR.
+
+Iteration space.  A group iterates over `R` rows of `K` elements: its full shape is
+L + (K,) with R = prod(L).  A value in the group lives at one of two levels:
+
+- elem: the full shape (one value per element);
+- row: L + (1,) or L (one value per row: a reduction over the last dim, or math on such values).
+
+Pointwise ops join a group when their output has the group's full (or row) shape;
+sum/mean/amax over the last dim take an elem value to a row value; softmax,
+log_softmax and layer norm over the last dim are spelled out as those primitives.
+A node may join a group only if none of its other inputs depends on the group
+(no cycles); groups of one plain pointwise op are left as eager calls (no gain).
+
+Kernel micro-IR: a list of steps, each a temporary, printed by a printer
+(codegen.py).  ("load", name, level, arg), ("op", name, level, c, numpy, deps),
+("reduce", name, kind, source, divide).  Inputs are classified so that the
+kernel indexes them without div/mod: full [r*K+k], suffix [k] (a bias over the
+last dim), row [r], scalar [0]; anything else is materialised to full first.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import lowering
+from .graph import Node, Value
+
+FLOAT_TYPES = ("float32", "float64")
+
+
+class FusionGroup:
+    def __init__(self, L: tuple, K: int, dtype, grad_enabled: bool) -> None:
+        self.L = L
+        self.K = K
+        self.R = math.prod(L)
+        self.dtype = dtype
+        self.grad_enabled = grad_enabled
+        self.nodes: list[Node] = []
+        self.members: set = set()
+        self.first_index = None
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.kernel = None
+
+    @property
+    def full_shape(self) -> tuple:
+        return self.L + (self.K,)
+
+    def level_of(self, shape: tuple):
+        if shape == self.full_shape:
+            return "elem"
+        if self.K != 1 and shape in (self.L + (1,), self.L):
+            return "row"
+        return None
+
+    def produces(self, value) -> bool:
+        return isinstance(value, Value) and id(value.node) in self.members
+
+    def add(self, node: Node, index: int) -> None:
+        self.nodes.append(node)
+        self.members.add(id(node))
+        if self.first_index is None:
+            self.first_index = index
+
+    @property
+    def name(self) -> str:
+        names = []
+        for node in self.nodes:
+            if node.op.name not in names:
+                names.append(node.op.name)
+        return "fused_" + "_".join(names[:4]) + ("_etc" if len(names) > 4 else "")
+
+
+# ---------------------------------------------------------------- which nodes can fuse
+
+
+def _tensor_args(node):
+    return [a for a in node.args if isinstance(a, Value)]
+
+
+def kind_of(node: Node):
+    """'pointwise', 'reduce', 'composite' or None (not lowerable)."""
+    if node.kind != "call":
+        return None
+    op = node.op
+    out = node.results
+    if not out or any(v.dtype.name not in FLOAT_TYPES for v in out) or any(v.device.type != "cpu" for v in out):
+        return None
+    dtype = out[0].dtype
+    if any(v.dtype is not dtype for v in out) or any(0 in v.shape for v in out):
+        return None
+    for index, arg in enumerate(node.args):
+        if isinstance(arg, Value):
+            if arg.dtype is not dtype and not (op.name == "where" and index == 0 and arg.dtype.name == "bool"):
+                return None
+        elif isinstance(arg, bool) or (arg is not None and not isinstance(arg, (int, float))):
+            return None
+        elif arg is None and not (op.name == "native_layer_norm" and index > 0):
+            return None
+    if op.name in lowering.POINTWISE and lowering.canonical_ok(op):
+        if len(out) == 1 and len(out[0].shape) >= 0:
+            return "pointwise"
+        return None
+    if op.name in lowering.REDUCTIONS:
+        source = node.args[0]
+        dims = node.params.get("dim")
+        ndim = len(source.shape)
+        if ndim >= 1 and dims in ((ndim - 1,), [ndim - 1], ndim - 1, -1, (-1,)):
+            return "reduce"
+        return None
+    if op.name in ("softmax", "log_softmax"):
+        ndim = len(node.args[0].shape)
+        return "composite" if ndim >= 1 and node.params.get("dim") in (ndim - 1, -1) else None
+    if op.name == "native_layer_norm":
+        x = node.args[0]
+        ndim = len(x.shape)
+        if ndim >= 1 and tuple(node.params.get("axes", ())) == (ndim - 1,):
+            K = x.shape[-1]
+            if all(a is None or a.shape == (K,) for a in node.args[1:]):
+                return "composite"
+        return None
+    return None
+
+
+def _space_of(node: Node, kind: str):
+    """(L, K) of the group this node would seed."""
+    shape = node.args[0].shape if kind in ("reduce", "composite") else node.results[0].shape
+    if not shape:
+        return (), 1
+    return tuple(shape[:-1]), shape[-1]
+
+
+def _fits(group: FusionGroup, node: Node, kind: str, depends) -> bool:
+    if node.grad_enabled != group.grad_enabled or node.results[0].dtype is not group.dtype:
+        return False
+    if kind in ("reduce", "composite"):
+        source = node.args[0]
+        if group.level_of(source.shape) != "elem" or source.shape != group.full_shape:
+            return False
+        if kind == "reduce" and group.K == 1:
+            return False
+    else:
+        level = group.level_of(node.results[0].shape)
+        if level is None:
+            return False
+        for arg in _tensor_args(node):
+            if group.produces(arg):
+                arg_level = group.level_of(arg.shape)
+                if arg_level is None:
+                    return False
+                if level == "row" and arg_level != "row":
+                    return False
+                if level == "elem" and arg_level == "row" and arg.shape != group.L + (1,):
+                    return False
+            elif level == "row" and math.prod(arg.shape) != 1 and arg.shape not in (group.L + (1,), group.L):
+                return False
+    for arg in _tensor_args(node):
+        if not group.produces(arg) and depends(arg, group):
+            return False
+    return True
+
+
+def find_groups(nodes: list, min_size: int = 2) -> list:
+    """Greedy grouping over nodes in execution order; returns the groups worth a kernel."""
+    index_of = {id(n): i for i, n in enumerate(nodes)}
+    group_of: dict = {}
+    groups: list[FusionGroup] = []
+
+    def depends(value, group, seen=None):
+        """Does `value` (transitively) read anything the group produces?"""
+        node = value.node
+        if id(node) in group.members:
+            return True
+        if node.kind not in ("call", "detach") or index_of.get(id(node), -1) < group.first_index:
+            return False
+        seen = set() if seen is None else seen
+        if id(node) in seen:
+            return False
+        seen.add(id(node))
+        return any(depends(a, group, seen) for a in _flat_values(node.args))
+
+    for index, node in enumerate(nodes):
+        kind = kind_of(node)
+        if kind is None:
+            continue
+        chosen = None
+        for arg in _tensor_args(node):
+            group = group_of.get(id(arg.node))
+            if group is not None and _fits(group, node, kind, depends):
+                chosen = group
+                break
+        if chosen is None:
+            L, K = _space_of(node, kind)
+            chosen = FusionGroup(L, K, node.results[0].dtype, node.grad_enabled)
+            if not _fits(chosen, node, kind, lambda v, g: False):
+                continue
+            groups.append(chosen)
+        chosen.add(node, index)
+        group_of[id(node)] = chosen
+    worth = []
+    for group in groups:
+        kinds = {kind_of(n) for n in group.nodes}
+        if len(group.nodes) >= min_size or kinds & {"reduce", "composite"}:
+            worth.append(group)
+    return worth
+
+
+def _flat_values(args):
+    for a in args:
+        if isinstance(a, Value):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _flat_values(a)
+
+
+# ---------------------------------------------------------------- the micro-IR of one group
+
+
+class Kernel:
+    """Steps plus argument specs; printers turn it into source."""
+
+    def __init__(self, name: str, ctype: str, R: int, K: int) -> None:
+        self.name = name
+        self.ctype = ctype
+        self.R = R
+        self.K = K
+        self.steps: list = []
+        self.args: list = []  # (input index, kind, ctype)
+        self.outputs: list = []  # (temp name, level)
+        self.flat = False
+
+    def describe(self) -> str:
+        return f"{self.name}: R={self.R} K={self.K} args={[(i, k) for i, k, _ in self.args]}"
+
+
+def build_kernel(group: FusionGroup, name: str, users) -> Kernel:
+    """Lower a group's nodes to steps; decide its inputs and outputs."""
+    ctype = "float" if group.dtype.name == "float32" else "double"
+    suffix = "f" if ctype == "float" else ""
+    kernel = Kernel(name, ctype, group.R, group.K)
+
+    def lit(x):
+        return lowering.c_literal(x, "T")
+
+    env: dict = {}  # id(Value) -> (temp, level)
+    loads: dict = {}
+    counter = [0]
+
+    def temp(prefix="t"):
+        counter[0] += 1
+        return f"{prefix}{counter[0]}"
+
+    def load(value, level):
+        if group.produces(value):
+            return env[id(value)][0]
+        if value not in group.inputs:
+            group.inputs.append(value)
+        input_index = group.inputs.index(value)
+        kind = _input_kind(group, value.shape, level)
+        key = (input_index, kind)
+        if key in loads:
+            return loads[key]
+        arg_ctype = "unsigned char" if value.dtype.name == "bool" else "T"
+        kernel.args.append((input_index, kind, arg_ctype))
+        name = temp("in")
+        kernel.steps.append(("load", name, "row" if kind in ("row", "scalar") else "elem", len(kernel.args) - 1, kind))
+        loads[key] = name
+        return name
+
+    def operand(arg, level):
+        if isinstance(arg, Value):
+            return load(arg, level)
+        return None if arg is None else ("literal", arg)
+
+    def emit_op(level, c_fn, np_fn, operands, params):
+        c_args = [lit(o[1]) if isinstance(o, tuple) else o for o in operands]
+        np_args = [_np_literal(o[1]) if isinstance(o, tuple) else o for o in operands]
+        name = temp()
+        deps = [o for o in operands if isinstance(o, str)]
+        kernel.steps.append(("op", name, level, c_fn(c_args, params, suffix, lit), np_fn(np_args, params), deps))
+        return name
+
+    def reduce(kind, source, divide):
+        name = temp("r")
+        kernel.steps.append(("reduce", name, kind, source, divide))
+        return name
+
+    def pointwise(op_name, level, operands, params=None):
+        c_fn, np_fn = lowering.POINTWISE[op_name]
+        return emit_op(level, c_fn, np_fn, operands, params or {})
+
+    for node in group.nodes:
+        kind = kind_of(node)
+        if kind == "pointwise":
+            level = group.level_of(node.results[0].shape)
+            operands = [operand(a, level) for a in node.args]
+            name = pointwise(node.op.name, level, operands, node.params)
+            env[id(node.results[0])] = (name, level)
+        elif kind == "reduce":
+            source = operand(node.args[0], "elem")
+            reduction = lowering.REDUCTIONS[node.op.name]
+            name = reduce("max" if reduction == "max" else "sum", source, reduction == "mean")
+            env[id(node.results[0])] = (name, "row")
+        elif node.op.name in ("softmax", "log_softmax"):
+            x = operand(node.args[0], "elem")
+            peak = reduce("max", x, False)
+            shifted = pointwise("sub", "elem", [x, peak])
+            exps = pointwise("exp", "elem", [shifted])
+            total = reduce("sum", exps, False)
+            if node.op.name == "softmax":
+                out = pointwise("div", "elem", [exps, total])
+            else:
+                out = pointwise("sub", "elem", [shifted, pointwise("log", "row", [total])])
+            env[id(node.results[0])] = (out, "elem")
+        else:  # native_layer_norm
+            x = operand(node.args[0], "elem")
+            mean = reduce("sum", x, True)
+            centered = pointwise("sub", "elem", [x, mean])
+            var = reduce("sum", pointwise("mul", "elem", [centered, centered]), True)
+            rstd = pointwise("rsqrt", "row", [pointwise("add", "row", [var, ("literal", node.params["eps"])])])
+            y = pointwise("mul", "elem", [centered, rstd])
+            if node.args[1] is not None:
+                y = pointwise("mul", "elem", [y, operand(node.args[1], "elem")])
+            if node.args[2] is not None:
+                y = pointwise("add", "elem", [y, operand(node.args[2], "elem")])
+            for value, (name, level) in zip(node.results, ((y, "elem"), (mean, "row"), (rstd, "row"))):
+                env[id(value)] = (name, level)
+    for node in group.nodes:
+        for value in node.results:
+            if any(id(u) not in group.members for u in users.get(value, ())):
+                group.outputs.append(value)
+                kernel.outputs.append(env[id(value)])
+    kernel.flat = (not any(s[0] == "reduce" for s in kernel.steps)
+                   and all(k in ("full", "scalar") for _, k, _ in kernel.args)
+                   and all(level == "elem" for _, level in kernel.outputs))
+    group.kernel = kernel
+    return kernel
+
+
+def _np_literal(value) -> str:
+    value = float(value)
+    return repr(value) if math.isfinite(value) else f"float('{value}')"
+
+
+def _input_kind(group: FusionGroup, shape: tuple, level: str) -> str:
+    if math.prod(shape) == 1:
+        return "scalar"
+    if level == "elem":
+        if shape == group.full_shape:
+            return "full"
+        stripped = tuple(shape)
+        while stripped and stripped[0] == 1:
+            stripped = stripped[1:]
+        if stripped == (group.K,):
+            return "suffix"
+        if shape == group.L + (1,):
+            return "row"
+        return "dense"  # materialised to the full shape before the call
+    return "row"

@@ -1,0 +1,103 @@
+"""Graph -> Python source: the readable `graph.code`, and the runner that replays a graph op by op.
+
+Both come from one walk over the nodes; the runner's source references op objects, params, and
+external tensors through its globals (op3, params3, e1), the readable code names ops and prints params
+inline, with the user's source line as a comment.
+"""
+
+from __future__ import annotations
+
+from .graph import Graph, Value, iter_values
+
+
+def _arg_text(arg) -> str:
+    if isinstance(arg, Value):
+        return arg.name
+    if isinstance(arg, tuple):
+        inner = ", ".join(_arg_text(a) for a in arg)
+        return f"({inner},)" if len(arg) == 1 else f"({inner})"
+    if isinstance(arg, list):
+        return "[" + ", ".join(_arg_text(a) for a in arg) + "]"
+    return repr(arg)
+
+
+def _targets(node) -> str:
+    return ", ".join(v.name for v in node.results) + ("," if len(node.results) == 1 and node.op is not None
+                                                         and node.op.outputs > 1 else "")
+
+
+def graph_code(graph: Graph) -> str:
+    placeholders = [n for n in graph.nodes if n.kind == "placeholder"]
+    lines = [f"def forward({', '.join(n.name for n in placeholders)}):"]
+    for node in placeholders:
+        v = node.results[0]
+        lines.append(f"    # {node.name}: {node.path}  {v.dtype.name}{list(v.shape)}")
+    for node in graph.nodes:
+        if node.kind == "external":
+            v = node.results[0]
+            lines.append(f"    # {node.name}: external {node.path}")
+    for node in graph.nodes:
+        if node.kind in ("call", "fused"):
+            args = ", ".join(_arg_text(a) for a in node.args)
+            params = ", ".join(f"{k}={v!r}" for k, v in node.params.items())
+            meta = ", ".join(f"{v.dtype.name}{list(v.shape)}" for v in node.results)
+            call = f"{node.op.name}({args}{', ' + params if params else ''})"
+            comment = f"  # {meta}"
+            if not node.grad_enabled:
+                comment += " [no_grad]"
+            if node.source:
+                comment += f"  {node.source}"
+            lines.append(f"    {_targets(node)} = {call}{comment}")
+        elif node.kind == "detach":
+            lines.append(f"    {node.results[0].name} = {node.args[0].name}.detach()  # {node.source}")
+    for target, new, _ in getattr(graph, "mutations", ()):
+        lines.append(f"    {target.name}.copy_({new.name})  # in-place write kept")
+    if graph.output is not None:
+        lines.append(f"    return {_arg_text(graph.output.structure)}")
+    return "\n".join(lines)
+
+
+def runner_source(graph: Graph) -> tuple[str, dict]:
+    """Python source of `run(p0, p1, ...) -> tuple of output tensors`, and the globals it needs."""
+    placeholders = [n for n in graph.nodes if n.kind == "placeholder"]
+    namespace: dict = {}
+    lines = [f"def run({', '.join(n.results[0].name for n in placeholders)}):"]
+    body = []
+    mode = getattr(graph, "entry_grad_enabled", True)
+    for node in graph.nodes:
+        if node.kind == "external":
+            namespace[node.results[0].name] = node.tensor
+        elif node.kind in ("call", "fused"):
+            if node.grad_enabled != mode:
+                body.append(f"_state.enabled = {node.grad_enabled}")
+                mode = node.grad_enabled
+            namespace[f"op_{node.name}"] = node.op
+            namespace[f"params_{node.name}"] = node.params
+            args = ", ".join(_arg_text(a) for a in node.args)
+            args = f"({args},)" if len(node.args) == 1 else f"({args})"
+            params = f", params_{node.name}" if node.params else ""
+            targets = ", ".join(v.name for v in node.results) + ("," if node.op.outputs > 1 and len(node.results) == 1
+                                                                  else "")
+            if node.op.outputs > 1 and len(node.results) > 1:
+                body.append(f"{targets} = _call(op_{node.name}, {args}{params})")
+            else:
+                body.append(f"{node.results[0].name} = _call(op_{node.name}, {args}{params})")
+        elif node.kind == "detach":
+            body.append(f"{node.results[0].name} = {node.args[0].name}.detach()")
+    for target, new, grad_enabled in getattr(graph, "mutations", ()):
+        if grad_enabled != mode:
+            body.append(f"_state.enabled = {grad_enabled}")
+            mode = grad_enabled
+        body.append(f"{target.name}._inplace_from({new.name})")
+    outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
+    body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
+    uses_mode = any("_state.enabled" in line for line in body)
+    if uses_mode:
+        lines.append("    _entry = _state.enabled")
+        lines.append("    try:")
+        lines += ["        " + line for line in body]
+        lines.append("    finally:")
+        lines.append("        _state.enabled = _entry")
+    else:
+        lines += ["    " + line for line in body]
+    return "\n".join(lines) + "\n", namespace

@@ -1,0 +1,294 @@
+"""Capture by tracing: run the function eagerly once with `ember._dispatch.tracer` set, recording every op call.
+
+Every `call(op, args, params)` reports (op, args, params, results) here.  Tensors are
+matched to graph values by identity: a tensor argument that is neither a
+placeholder (the call's tensor inputs) nor an earlier op's result is an
+*external* (a parameter, a closure tensor, a factory's result), referenced by
+object so replay sees its current values.
+
+What cannot be replayed is a *graph break*, recorded with the user's source line:
+reading a traced tensor into Python (item, bool, tolist, numpy), backward() inside
+the function, an in-place write to a view, a write the dispatcher never saw
+(out=, no-grad indexing assignment: caught by storage version counters), a
+random factory (caught by the default generator's state moving without a
+recorded random op), op parameters carrying array data.  In compile mode the
+first break stops recording (the call finishes eagerly); `fullgraph=True`
+raises `ember.compiler.Unsupported` there; explain mode keeps recording in a new
+segment so it can count graphs the way torch._dynamo.explain does.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+import numpy as np
+
+from .. import _dispatch
+from .._autograd.grad_mode import state
+from .._tensor import Tensor
+from .graph import Graph, Node, Value
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Unsupported(RuntimeError):
+    """Raised by fullgraph=True at the first graph break (torch._dynamo.exc.Unsupported)."""
+
+
+class BreakReason:
+    def __init__(self, reason: str, source: str) -> None:
+        self.reason = reason
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"{self.reason} at {self.source}" if self.source else self.reason
+
+
+def user_source() -> str:
+    """file:line  |  code of the innermost stack frame outside the ember package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_EMBER_DIR):
+            line = linecache.getline(filename, frame.f_lineno).strip()
+            return f"{os.path.basename(filename)}:{frame.f_lineno}  | {line}"
+        frame = frame.f_back
+    return ""
+
+
+_STATIC_TYPES = (int, float, bool, str, type(None), slice, type(Ellipsis), complex)
+
+
+def _static_param(value) -> bool:
+    """Params are baked into the graph: they must not carry array data derived from traced tensors."""
+    if isinstance(value, _STATIC_TYPES):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_static_param(v) for v in value)
+    if isinstance(value, dict):
+        return all(_static_param(v) for v in value.values())
+    if isinstance(value, (np.ndarray, Tensor)):
+        return False
+    return True  # dtypes, generators, devices, enum-like objects: referenced as they are
+
+
+class Tracer:
+    """Records op calls into graphs; see the module docstring."""
+
+    def __init__(self, *, fullgraph: bool = False, explain: bool = False) -> None:
+        self.fullgraph = fullgraph
+        self.explain = explain
+        self.graphs: list[Graph] = [Graph()]
+        self.breaks: list[BreakReason] = []
+        self.broken = False
+        self.value_of: dict = {}  # id(tensor) -> Value
+        self.keep: list = []  # tensors kept alive so ids stay unique during the trace
+        self.storage_users: dict = {}  # id(storage) -> set of id(tensor) tracked with it
+        self.storages: dict = {}  # id(storage) -> (storage, expected version)
+        self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
+        self.mutations: list = []  # (target Value or tensor node, new Value, grad_enabled)
+        self.random_ops = 0
+        self.placeholders: list = []  # (path, Value)
+        self.last_break_tensor = None
+        self.ops_since_break = 0
+        self.previous = None
+        self._rng_state = None
+        self.tensor_of_value: dict = {}
+        self.segment_nodes: set = set()
+
+    @property
+    def graph(self) -> Graph:
+        return self.graphs[-1]
+
+    # ------------------------------------------------------------ lifecycle
+    def __enter__(self):
+        from .._ops import random as random_ops
+
+        self.previous = _dispatch.tracer
+        self._rng_state = repr(random_ops.default_generator._rng.bit_generator.state)
+        _dispatch.tracer = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _dispatch.tracer = self.previous
+
+    def bind_inputs(self, args, kwargs) -> None:
+        for path, tensor in flatten_tensors(args, kwargs):
+            if id(tensor) in self.value_of:
+                continue
+            node = self.graph.add(Node("placeholder", f"p{len(self.placeholders)}", path=path))
+            value = self.graph.make_values(node, [tensor])[0]
+            self.placeholders.append((path, value))
+            self._track(tensor, value)
+
+    def _track(self, tensor, value) -> None:
+        self.value_of[id(tensor)] = value
+        self.tensor_of_value.setdefault(id(value), tensor)
+        self.segment_nodes.add(id(value.node))
+        self.keep.append(tensor)
+        storage = tensor._storage
+        self.storage_users.setdefault(id(storage), set()).add(id(tensor))
+        if id(storage) not in self.storages:
+            self.storages[id(storage)] = [storage, storage.version]
+
+    # ------------------------------------------------------------ recording
+    def record(self, op, args, params, results) -> None:
+        if self.broken and not self.explain:
+            return
+        if params and not all(_static_param(v) for v in params.values()):
+            self.graph_break(f"{op.name}(): op parameters carry array data (indexing by tensor values?)")
+            if self.broken and not self.explain:
+                return
+        if "generator" in params:
+            self.random_ops += 1
+        node_args = tuple(self._resolve_arg(a) for a in args)
+        node = self.graph.add(Node("call", self.graph.fresh_name(f"{op.name}_"), op=op, args=node_args,
+                                   params=dict(params), grad_enabled=state.enabled, source=user_source()))
+        tensors = results if isinstance(results, tuple) else (results,)
+        values = self.graph.make_values(node, tensors)
+        for tensor, value in zip(tensors, values):
+            self._track(tensor, value)
+            self.storages[id(tensor._storage)][1] = tensor._storage.version
+            if not op.view:
+                self.internal_storage[id(tensor._storage)] = value
+        self.ops_since_break += 1
+
+    def _resolve_arg(self, arg):
+        if isinstance(arg, Tensor):
+            return self.resolve(arg)
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self._resolve_arg(a) for a in arg)
+        return arg
+
+    def resolve(self, tensor) -> Value:
+        """The graph value a tensor stands for: placeholder, earlier result, detached alias, or a new external."""
+        value = self.value_of.get(id(tensor))
+        if value is not None:
+            if id(value.node) in self.segment_nodes:
+                return value
+            # explain mode: a value from an earlier segment enters this one as a placeholder
+            node = self.graph.add(Node("placeholder", self.graph.fresh_name("p"), path=f"graph break ({value.name})"))
+            new = self.graph.make_values(node, [tensor])[0]
+            self._track(tensor, new)
+            return new
+        owner = self.internal_storage.get(id(tensor._storage))
+        if owner is not None and id(owner.node) in self.segment_nodes:
+            source_tensor = self.tensor_of_value.get(id(owner))
+            if source_tensor is not None and source_tensor._data is tensor._data:
+                node = self.graph.add(Node("detach", self.graph.fresh_name("detach_"), args=(owner,),
+                                           source=user_source()))
+                value = self.graph.make_values(node, [tensor])[0]
+                self._track(tensor, value)
+                return value
+            self.graph_break("a view of a traced tensor was made outside ember's ops")
+        node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
+                                   path=_describe_external(tensor)))
+        value = self.graph.make_values(node, [tensor])[0]
+        self._track(tensor, value)
+        return value
+
+    def inplace(self, target, result) -> None:
+        """Tensor._inplace_from wrote result's values into target: target now stands for result's value."""
+        if self.broken and not self.explain:
+            return
+        if target._base is not None or len(self.storage_users.get(id(target._storage), ())) > 1:
+            self.graph_break("in-place write to a view, or to a tensor that has views")
+            return
+        new = self.resolve(result)
+        old = self.value_of.get(id(target))
+        if old is None or old.node.kind in ("placeholder", "external"):
+            if old is None:
+                old = self.resolve(target)
+            self.mutations.append((old, new, state.enabled))
+        self.value_of[id(target)] = new
+        self.storages.setdefault(id(target._storage), [target._storage, 0])[1] = target._storage.version
+
+    def graph_break(self, reason: str, tensor=None) -> None:
+        if tensor is not None and tensor is self.last_break_tensor and self.ops_since_break == 0:
+            return  # bool(t) then t.item(): one read, one break
+        if tensor is not None and id(tensor) not in self.value_of and not self.explain:
+            pass
+        self.last_break_tensor = tensor
+        self.ops_since_break = 0
+        source = user_source()
+        self.breaks.append(BreakReason(reason, source))
+        if self.fullgraph:
+            raise Unsupported(f"graph break (fullgraph=True): {reason}" + (f"\n  at {source}" if source else ""))
+        if self.explain:
+            if self.graph.call_nodes:
+                self.graphs.append(Graph())
+                self.segment_nodes = set()
+            return
+        self.broken = True
+        _dispatch.tracer = self.previous  # the rest of this call runs eagerly, unrecorded
+
+    # ------------------------------------------------------------ finishing
+    def finish(self, result):
+        """Checks that need the whole run, then the output node.  Returns False when the capture broke."""
+        from .._ops import random as random_ops
+
+        if not self.broken or self.explain:
+            for storage, expected in self.storages.values():
+                if storage.version != expected:
+                    self.graph_break("a tensor was written in place outside ember's dispatch (out=, no-grad "
+                                     "index assignment, .data=)")
+                    break
+            rng_state = repr(random_ops.default_generator._rng.bit_generator.state)
+            if rng_state != self._rng_state and self.random_ops == 0:
+                self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
+                                 "frozen into the graph")
+        if self.broken and not self.explain:
+            return False
+        try:
+            structure = self._output_structure(result)
+        except _UnsupportedOutput as error:
+            self.graph_break(str(error))
+            return not self.broken or self.explain
+        self.graph.output = Node("output", "output", structure=structure)
+        return True
+
+    def _output_structure(self, value):
+        if isinstance(value, Tensor):
+            return self.resolve(value)
+        if isinstance(value, tuple):
+            items = [self._output_structure(v) for v in value]
+            return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        if isinstance(value, list):
+            return [self._output_structure(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._output_structure(v) for k, v in value.items()}
+        if isinstance(value, _STATIC_TYPES) or type(value).__module__.startswith("ember"):
+            return value
+        raise _UnsupportedOutput(f"return value of type {type(value).__name__} is not supported")
+
+
+class _UnsupportedOutput(Exception):
+    pass
+
+
+def _describe_external(tensor) -> str:
+    kind = "parameter" if tensor._is_param else "tensor"
+    return f"{kind} {tensor._dtype.name}{list(tensor._data.shape)}"
+
+
+def flatten_tensors(args, kwargs):
+    """(path, tensor) for every tensor in the call's arguments, in a fixed order."""
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, Tensor):
+            found.append((path, value))
+        elif isinstance(value, (tuple, list)):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}[{key!r}]")
+
+    for index, arg in enumerate(args):
+        walk(arg, f"args[{index}]")
+    for key, arg in kwargs.items():
+        walk(arg, f"kwargs[{key!r}]")
+    return found

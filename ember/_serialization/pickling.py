@@ -1,0 +1,495 @@
+"""ember objects <-> the pickle torch.save writes (data.pkl), under torch's global names.
+
+Saving.  A tensor pickles as torch's does: a call of
+`torch._utils._rebuild_tensor_v2(storage, storage_offset, size, stride,
+requires_grad, backward_hooks)` whose `storage` is a persistent id
+`('storage', torch.FloatStorage, key, location, numel)`; its bytes go to the
+archive's `data/<key>` record.  dtypes pickle as the globals `torch.float32`...,
+devices as `torch.device('cpu')`, sizes as `torch.Size((2, 3))`.  ember never
+imports torch, so the standard pickler (which imports a global's module to
+check it) cannot write these names: `TorchPickler` is the pure-Python pickler
+with a `TorchGlobal` placeholder that it writes as a GLOBAL opcode directly.
+Tensor data never passes through the pickler, so its speed does not matter.
+
+Loading.  `TorchUnpickler.find_class` maps those torch names to ember's own
+rebuild functions below; with `weights_only` it refuses every global that is
+not on the allow-list (see NOTE [ Weights-only loading ]).
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import codecs
+import collections
+import importlib
+import pickle
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._backends import MetaArray
+from .._device import CPU, as_device
+from .._device import device as Device
+from .._tensor import SCALAR_NAMES, Size, Storage, Tensor
+
+
+class TorchGlobal:
+    """A torch global, written into the pickle by name; ember never resolves it."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args):  # the pickler requires a reduce function to be callable
+        raise RuntimeError(f"{self.module}.{self.name} is a placeholder for pickling")
+
+    def __repr__(self) -> str:
+        return f"TorchGlobal({self.module}.{self.name})"
+
+
+REBUILD_TENSOR_V2 = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
+REBUILD_PARAMETER_WITH_STATE = TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
+REBUILD_META = TorchGlobal("torch._utils", "_rebuild_meta_tensor_no_storage")
+REBUILD_FROM_TYPE_V2 = TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+TORCH_TENSOR = TorchGlobal("torch", "Tensor")
+TORCH_SIZE = TorchGlobal("torch", "Size")
+TORCH_DEVICE = TorchGlobal("torch", "device")
+GET_LAYOUT = TorchGlobal("torch.serialization", "_get_layout")
+STORAGE_TYPES = {dtype: TorchGlobal("torch", f"{SCALAR_NAMES[dtype.name]}Storage") for dtype in dt.ALL_DTYPES}
+DTYPE_GLOBALS = {dtype: TorchGlobal("torch", dtype.name) for dtype in dt.ALL_DTYPES}
+
+
+# ---------------------------------------------------------------- saving
+
+
+class StorageRef:
+    """One storage to be written: the persistent id's fields and the raw bytes (a uint8 array)."""
+
+    __slots__ = ("key", "dtype", "location", "numel", "raw")
+
+    def __init__(self, key: str, dtype: dt.dtype, location: str, raw: np.ndarray) -> None:
+        self.key = key
+        self.dtype = dtype
+        self.location = location
+        self.raw = raw
+        self.numel = raw.nbytes // dtype.itemsize
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _raw_bytes(root: np.ndarray):
+    """The memory block a root array covers, as a flat uint8 array, or None when it is not one dense block."""
+    array = root
+    while isinstance(array, np.ndarray):
+        if array.flags.c_contiguous or array.flags.f_contiguous:
+            return array.ravel(order="K").view(np.uint8)
+        array = array.base
+    return None
+
+
+class StorageTable:
+    """Assigns storage keys while pickling: tensors over one memory block share one key, as views do in torch."""
+
+    def __init__(self) -> None:
+        self.refs: dict[tuple, StorageRef] = {}
+        self.in_order: list[StorageRef] = []
+
+    def _new(self, dtype: dt.dtype, location: str, raw: np.ndarray, identity) -> StorageRef:
+        ref = StorageRef(str(len(self.in_order)), dtype, location, raw)
+        self.in_order.append(ref)
+        if identity is not None:
+            self.refs[identity] = ref
+        return ref
+
+    def locate(self, tensor: Tensor) -> tuple[StorageRef, int, tuple]:
+        """(storage, storage_offset, stride) for a CPU tensor, in elements, sharing storage where memory is shared."""
+        data, dtype = tensor._data, tensor._dtype
+        location = str(tensor._device)
+        if not isinstance(data, np.ndarray):  # a device array (CuPy): saved through a host copy
+            data = np.asarray(data.get() if hasattr(data, "get") else data)
+            return self._contiguous_copy(data, dtype, location)
+        raw = _raw_bytes(tensor._storage.array)
+        if raw is None or raw.nbytes % dtype.itemsize:
+            return self._contiguous_copy(data, dtype, location)
+        identity = (_address(raw), raw.nbytes)
+        ref = self.refs.get(identity)
+        if ref is not None and ref.dtype is not dtype:  # torch refuses this case; we save a private copy instead
+            return self._contiguous_copy(data, dtype, location)
+        placed = _place(data, raw, dtype)
+        if placed is None:
+            return self._contiguous_copy(data, dtype, location)
+        if ref is None:
+            ref = self._new(dtype, location, raw, identity)
+        return ref, placed[0], placed[1]
+
+    def _contiguous_copy(self, data: np.ndarray, dtype: dt.dtype, location: str):
+        array = data if data.flags.c_contiguous else data.copy(order="C")  # 0-d stays 0-d
+        ref = self._new(dtype, location, array.reshape(-1).view(np.uint8), None)
+        return ref, 0, _contiguous_strides(array.shape)
+
+
+def _place(data: np.ndarray, raw: np.ndarray, dtype: dt.dtype):
+    """(offset, strides) in elements of `data` inside `raw`, or None when it does not sit on element boundaries."""
+    itemsize = dtype.itemsize
+    if data.size == 0:
+        return 0, _contiguous_strides(data.shape)
+    start = _address(data) - _address(raw)
+    if start < 0 or start % itemsize or any(s < 0 or s % itemsize for s in data.strides):
+        return None
+    last = start + sum((n - 1) * s for n, s in zip(data.shape, data.strides)) + itemsize
+    if last > raw.nbytes:
+        return None
+    return start // itemsize, tuple(s // itemsize for s in data.strides)
+
+
+def _contiguous_strides(shape) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _public_state(tensor: Tensor) -> dict:
+    return {key: value for key, value in tensor.__dict__.items() if not key.startswith("_") and key != "persistent"}
+
+
+class TorchPickler(pickle._Pickler):
+    """The pure-Python pickler, writing ember tensors, dtypes, devices and sizes under torch's names."""
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def __init__(self, file, protocol: int, storages: StorageTable) -> None:
+        from .. import strided
+
+        super().__init__(file, protocol)
+        self.storages = storages
+        self.strided = strided
+
+    def persistent_id(self, obj):
+        if type(obj) is StorageRef:
+            return ("storage", STORAGE_TYPES[obj.dtype], obj.key, obj.location, obj.numel)
+        return None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            return self._reduce_tensor(obj)
+        if isinstance(obj, Size):
+            return TORCH_SIZE, (tuple(int(n) for n in obj),)
+        if isinstance(obj, Device):
+            return TORCH_DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
+        if obj is self.strided:
+            return GET_LAYOUT, ("torch.strided",)
+        return NotImplemented
+
+    def _reduce_tensor(self, tensor: Tensor):
+        from ..nn.parameter import Parameter
+
+        state = _public_state(tensor)
+        if isinstance(tensor, Parameter):
+            data = Tensor._make(tensor._data, tensor._dtype, tensor._device, tensor._storage)
+            hooks = collections.OrderedDict()
+            if state:
+                return REBUILD_PARAMETER_WITH_STATE, (data, tensor.requires_grad, hooks, state)
+            return REBUILD_PARAMETER, (data, tensor.requires_grad, hooks)
+        if tensor._device.type == "meta":
+            stride = tuple(tensor.stride())
+            return REBUILD_META, (tensor._dtype, tuple(tensor.shape), stride, tensor.requires_grad)
+        ref, offset, stride = self.storages.locate(tensor)
+        args = (ref, offset, tuple(int(n) for n in tensor._data.shape), stride, tensor.requires_grad,
+                collections.OrderedDict())
+        if state:
+            return REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V2, TORCH_TENSOR, args, state)
+        return REBUILD_TENSOR_V2, args
+
+    def save_torch_global(self, obj: TorchGlobal) -> None:
+        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
+        self.memoize(obj)
+
+    def save_dtype(self, obj: dt.dtype) -> None:
+        self.save(DTYPE_GLOBALS[obj])
+
+    dispatch[TorchGlobal] = save_torch_global
+    dispatch[dt.dtype] = save_dtype
+
+
+# ---------------------------------------------------------------- loading: ember's rebuild functions
+
+
+class StorageType:
+    """What `torch.FloatStorage` (etc.) resolves to on load: just the element type."""
+
+    def __init__(self, dtype: dt.dtype) -> None:
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"StorageType({self.dtype})"
+
+
+class LoadedStorage:
+    """A storage read from a checkpoint: a 1-D array of its elements on its device, and the ember Storage
+    every tensor rebuilt over it shares (so views saved together stay views of one array)."""
+
+    def __init__(self, array, dtype: dt.dtype, device: Device, numel: int) -> None:
+        self.array = array  # None on the meta device
+        self.dtype = dtype
+        self.device = device
+        self.numel = numel
+        self.storage = Storage(array if array is not None else MetaArray((numel,), dtype.np_dtype))
+
+    def size(self) -> int:
+        return self.numel
+
+    def to(self, device) -> LoadedStorage:
+        """This storage on `device` (itself when already there), for map_location."""
+        device = as_device(device)
+        if device == self.device:
+            return self
+        if device.type == "meta":
+            return LoadedStorage(None, self.dtype, device, self.numel)
+        if self.array is None:
+            raise RuntimeError(f"cannot move a meta storage to {device}: it has no data")
+        if device.type == "cpu":
+            array = np.asarray(self.array.get() if hasattr(self.array, "get") else self.array)
+        else:
+            array = _device_module(device).asarray(self.array)
+        return LoadedStorage(array, self.dtype, device, self.numel)
+
+    def cpu(self) -> LoadedStorage:
+        return self.to(CPU)
+
+    def cuda(self, device=None) -> LoadedStorage:
+        return self.to(Device("cuda", device) if isinstance(device, int) or device is None else device)
+
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    def tensor(self, offset, size, stride) -> Tensor:
+        offset, size, stride = _check_geometry(offset, size, stride, self.numel)
+        if self.array is None:
+            return Tensor._make(MetaArray(size, self.dtype.np_dtype), self.dtype, self.device)
+        itemsize = self.dtype.itemsize
+        overlapping = any(s == 0 and n > 1 for n, s in zip(size, stride))
+        strides = tuple(s * itemsize for s in stride)
+        if self.device.type == "cpu":
+            view = np.lib.stride_tricks.as_strided(self.array[offset:], size, strides, writeable=not overlapping)
+        else:
+            xp = _device_module(self.device)
+            view = xp.lib.stride_tricks.as_strided(self.array[offset:], size, strides)
+        return Tensor._make(view, self.dtype, self.device, self.storage)
+
+
+def _device_module(device: Device):
+    from .. import _dispatch
+
+    return _dispatch.device_module(device)
+
+
+def _check_geometry(offset, size, stride, numel: int):
+    """Validate a tensor's place in its storage (a corrupt or hostile pickle must not read out of bounds)."""
+    if not isinstance(offset, int) or not isinstance(size, tuple) or not isinstance(stride, tuple):
+        raise TypeError("storage_offset must be an int and size and stride tuples")
+    if len(size) != len(stride) or not all(isinstance(n, int) and n >= 0 for n in size + stride) or offset < 0:
+        raise ValueError(f"invalid tensor geometry: offset {offset}, size {size}, stride {stride}")
+    if 0 not in size:
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if last >= numel:
+            raise ValueError(f"a tensor of size {size}, stride {stride} at offset {offset} runs past its storage "
+                             f"of {numel} elements")
+    return offset, size, stride
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    if not isinstance(storage, LoadedStorage):
+        raise TypeError(f"expected a storage to rebuild a tensor from, got {type(storage).__name__}")
+    return storage.tensor(storage_offset, size, stride)
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
+    tensor = _rebuild_tensor(storage, storage_offset, size, stride)
+    tensor._requires_grad = bool(requires_grad)
+    return tensor
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
+    if isinstance(storage, LoadedStorage) and dtype is not storage.dtype:
+        raise ValueError(f"ember cannot reinterpret a {storage.dtype} storage as {dtype}")
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks)
+
+
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
+    if not isinstance(dtype, dt.dtype):
+        raise TypeError(f"expected a dtype, got {type(dtype).__name__}")
+    tensor = Tensor._make(MetaArray(tuple(size), dtype.np_dtype), dtype, as_device("meta"))
+    tensor._requires_grad = bool(requires_grad)
+    return tensor
+
+
+def _set_state(obj, state) -> None:
+    if isinstance(state, tuple) and len(state) == 2:  # (dict state, slots state), torch's _set_obj_state
+        state, slots = state
+        _set_attributes(obj, slots)
+    _set_attributes(obj, state)
+
+
+def _set_attributes(obj, values) -> None:
+    for key, value in (values or {}).items():
+        if not isinstance(key, str) or key.startswith("__"):  # never __class__, __dict__, ... from a file
+            raise ValueError(f"refusing to set attribute {key!r:.100} from a checkpoint")
+        setattr(obj, key, value)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    from ..nn.parameter import Parameter
+
+    if not isinstance(data, Tensor):
+        raise TypeError(f"expected a tensor to rebuild a Parameter from, got {type(data).__name__}")
+    return Parameter(data, requires_grad)
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    parameter = _rebuild_parameter(data, requires_grad, backward_hooks)
+    _set_state(parameter, state)
+    return parameter
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    from ..nn.parameter import Parameter
+
+    result = func(*args)
+    if isinstance(result, Tensor) and type(result) is not new_type:
+        if new_type is Parameter:
+            result = Parameter(result, result.requires_grad)
+        elif isinstance(new_type, type) and issubclass(new_type, Tensor):
+            result = result._make_subclass_of(new_type, result._requires_grad)
+    setstate = getattr(type(result), "__setstate__", None)
+    if state and setstate is not None and setstate is not Tensor.__setstate__:
+        result.__setstate__(state)
+    else:
+        _set_state(result, state)
+    return result
+
+
+def _get_layout(name):
+    from .. import strided
+
+    if name != "torch.strided":
+        raise ValueError(f"ember only has the strided layout, the checkpoint asks for {name}")
+    return strided
+
+
+def _torch_size(sizes=()):
+    return Size(int(n) for n in sizes)
+
+
+def _torch_device(kind, index=None):
+    return Device(kind, index)
+
+
+def _torch_allowed_globals() -> dict:
+    """NOTE [ Weights-only loading ]: the globals a weights-only load resolves, by torch's dotted name.
+
+    This is torch's allow-list (torch/_weights_only_unpickler.py) restricted to what ember has.  Every
+    entry is a type or a function that only builds data: none reaches the file system, a shell, an import
+    or eval.  Anything else named by the pickle is refused before it is looked up, so nothing runs.
+    """
+    from ..nn.parameter import Parameter
+
+    allowed = {
+        "collections.OrderedDict": collections.OrderedDict,
+        "collections.Counter": collections.Counter,
+        "torch.nn.parameter.Parameter": Parameter,
+        "torch.serialization._get_layout": _get_layout,
+        "torch.Size": _torch_size,
+        "torch.Tensor": Tensor,
+        "torch.device": _torch_device,
+        "_codecs.encode": codecs.encode,  # how protocol 2 pickles bytes
+        "builtins.bytearray": bytearray,
+        "builtins.set": set,
+        "builtins.complex": complex,
+        "torch._utils._rebuild_tensor": _rebuild_tensor,
+        "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+        "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
+        "torch._utils._rebuild_parameter": _rebuild_parameter,
+        "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+        "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
+        "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+        "torch.storage.UntypedStorage": StorageType(dt.uint8),
+        "torch.UntypedStorage": StorageType(dt.uint8),
+    }
+    for dtype in dt.ALL_DTYPES:
+        allowed[f"torch.{dtype.name}"] = dtype
+        allowed[f"torch.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
+    return allowed
+
+
+ALLOWED_GLOBALS = _torch_allowed_globals()
+
+
+class ForbiddenGlobal(pickle.UnpicklingError):
+    """A weights-only load met a global outside the allow-list."""
+
+
+def _forbidden_message(qualified: str) -> str:
+    return (
+        f"Weights only load failed. Unsupported global: GLOBAL {qualified} was not an allowed global by default. "
+        f"Nothing from the checkpoint was run. If you trust this file, either load it with weights_only=False, "
+        f"or allow this global with ember.serialization.add_safe_globals([{qualified.rsplit('.', 1)[-1]}]) "
+        f"or the ember.serialization.safe_globals([...]) context manager."
+    )
+
+
+class TorchUnpickler(pickle.Unpickler):
+    """Unpickles data.pkl into ember objects; `load_storage(dtype, key, location, numel)` supplies storages."""
+
+    def __init__(self, file, *, weights_only: bool, load_storage, user_globals: dict, **kwargs) -> None:
+        super().__init__(file, **kwargs)
+        self.weights_only = weights_only
+        self.load_storage = load_storage
+        self.user_globals = user_globals
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _compat_pickle.NAME_MAPPING:  # protocol 2 names builtins "__builtin__"
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
+        qualified = f"{module}.{name}"
+        found = ALLOWED_GLOBALS.get(qualified)
+        if found is not None:
+            return found
+        found = self.user_globals.get(qualified)
+        if found is not None:
+            return found
+        if self.weights_only:
+            raise ForbiddenGlobal(_forbidden_message(qualified))
+        if module == "torch" or module.startswith("torch."):
+            return _ember_counterpart(module, name)
+        return super().find_class(module, name)
+
+    def persistent_load(self, saved_id):
+        if not (isinstance(saved_id, tuple) and len(saved_id) == 5 and saved_id[0] == "storage"):
+            raise pickle.UnpicklingError(f"unknown persistent id {saved_id!r:.200}")
+        _, storage_type, key, location, numel = saved_id
+        if not isinstance(storage_type, StorageType):
+            raise pickle.UnpicklingError(f"unknown storage type {storage_type!r:.100}")
+        if not (isinstance(key, str) and isinstance(location, str) and isinstance(numel, int) and numel >= 0):
+            raise pickle.UnpicklingError(f"malformed storage id {saved_id!r:.200}")
+        return self.load_storage(storage_type.dtype, key, location, numel)
+
+
+def _ember_counterpart(module: str, name: str):
+    """torch.nn.modules.linear.Linear -> ember.nn.modules.linear.Linear, for full (weights_only=False) loads."""
+    target = "ember" + module[len("torch"):]
+    try:
+        found = importlib.import_module(target)
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+    except (ImportError, AttributeError) as error:
+        raise pickle.UnpicklingError(f"ember has no counterpart of {module}.{name} (looked for {target}.{name})") \
+            from error

@@ -1,0 +1,25 @@
+"""ember.backends: the flags torch scripts set (torch.backends.cudnn.benchmark = True, ...).
+
+They are accepted and stored; on the CPU none changes a result.  On CUDA,
+`cuda.matmul.allow_tf32` is read by the cuBLAS matmul path.
+"""
+
+from __future__ import annotations
+
+import types
+
+
+class _Flags(types.SimpleNamespace):
+    """A namespace of flags with torch's defaults."""
+
+
+cudnn = _Flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
+               is_available=lambda: False, version=lambda: None)
+cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
+                            allow_bf16_reduced_precision_reduction=True),
+              is_built=lambda: True, flash_sdp_enabled=lambda: True, enable_flash_sdp=lambda enabled: None,
+              enable_math_sdp=lambda enabled: None, enable_mem_efficient_sdp=lambda enabled: None)
+mps = _Flags(is_available=lambda: False, is_built=lambda: False)
+mkldnn = _Flags(enabled=True, is_available=lambda: False)
+openmp = _Flags(is_available=lambda: True)
+opt_einsum = _Flags(enabled=True, strategy="auto", is_available=lambda: True)
