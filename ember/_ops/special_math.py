@@ -30,16 +30,19 @@ _ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.204895398080966
 
 
 def _polevl(x, coefficients):
-    result = np.zeros_like(x) + coefficients[0]
+    """Horner's rule, in place on one buffer (these run over every element of large activations)."""
+    result = np.full_like(x, coefficients[0])
     for c in coefficients[1:]:
-        result = result * x + c
+        result *= x
+        result += c
     return result
 
 
 def _p1evl(x, coefficients):
     result = x + coefficients[0]
     for c in coefficients[1:]:
-        result = result * x + c
+        result *= x
+        result += c
     return result
 
 
@@ -55,13 +58,34 @@ def _erfc_large(x):
 
 
 def _erf64(x):
+    """erf in float64, each Cephes branch evaluated only on the elements that need it."""
     x = np.asarray(x, np.float64)
+    result = np.array(x, copy=True)  # nan stays nan
     small = np.abs(x) < 1.0
-    z = x * x
-    inner = x * _polevl(z, _ERF_T) / _p1evl(z, _ERF_U)
-    outer = 1.0 - _erfc_large(np.where(small, 1.0, x))
-    result = np.where(small, inner, outer)
-    return np.where(np.isnan(x), x, result)
+    if small.any():
+        xs = x[small]
+        z = xs * xs
+        result[small] = xs * _polevl(z, _ERF_T) / _p1evl(z, _ERF_U)
+    large = ~small & ~np.isnan(x)
+    if large.any():
+        result[large] = 1.0 - _erfc_large(x[large])
+    return result
+
+
+# Float32 erf: the rational approximation of Eigen/XLA (x * P(x^2) / Q(x^2) on [-4, 4], within a few ulp
+# of torch's), an order of magnitude faster than the float64 Cephes path that GELU would otherwise take.
+_ERF32_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)
+
+
+def _erf32(x):
+    x = np.clip(x, np.float32(-4.0), np.float32(4.0))
+    x2 = x * x
+    p = _polevl(x2, tuple(np.float32(c) for c in _ERF32_P))
+    p *= x
+    return p / _polevl(x2, tuple(np.float32(c) for c in _ERF32_Q))
 
 
 def _erfc64(x):
@@ -76,6 +100,8 @@ def _erfc64(x):
 def erf(xp, a):
     if a.dtype == np.float64:
         return _erf64(a)
+    if a.dtype == np.float32:
+        return _erf32(a)
     return _erf64(a).astype(a.dtype)
 
 
