@@ -12,7 +12,7 @@ import math
 import warnings
 
 from .. import _dtype as dt
-from .._dispatch import call
+from .._dispatch import OpDef, call, keep
 from .._ops import nn_ops
 from .._ops.nn_ops import linear, log_softmax as _log_softmax, softmax as _softmax
 from .._tensor import Tensor
@@ -473,11 +473,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if target._dtype is not dt.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
     classes = input.shape[1]
+    target = call(_TARGET_CHECK, (target,), {"ignore_index": ignore_index, "classes": classes})
     valid = target != ignore_index
-    if target.numel():
-        bad = target[valid]
-        if bad.numel() and (int(bad.min().item()) < 0 or int(bad.max().item()) >= classes):
-            raise IndexError(f"Target {int(bad.max().item()) if int(bad.max().item()) >= classes else int(bad.min().item())} is out of bounds.")
     safe_target = target.masked_fill(~valid, 0)
     picked = input.gather(1, safe_target.unsqueeze(1)).squeeze(1)
     if weight is not None:
@@ -492,6 +489,21 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if reduction == "mean":
         return loss.sum() / w.sum()
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _target_check_impl(xp, target, ignore_index, classes):
+    """Raise torch's IndexError for class targets out of range; an op (not Python reads of values) so that a
+    compiled graph keeps the check and does not break on it."""
+    labels = target[target != ignore_index]
+    if labels.size:
+        low, high = int(labels.min()), int(labels.max())
+        if low < 0 or high >= classes:
+            raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    return target
+
+
+_TARGET_CHECK = OpDef("nll_target_check", _target_check_impl, None, dtype_rule=keep, view=True, upcast_half=False,
+                      meta=lambda args, params: tuple(args[0].shape))
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
