@@ -1,3 +1,4 @@
+# ruff: noqa: F401
 """ember.distributed: torch.distributed's API on real engines (MPI through mpi4py; NCCL through CuPy).
 
     mpirun -n 4 python train.py          # or: python -m ember.distributed.run --nproc-per-node 4 train.py

@@ -152,7 +152,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     if group.communicator is None:
         return None
     if len(input_list) != group.size():
-        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the group has {group.size()} ranks")
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, "
+                         f"the group has {group.size()} ranks")
     for item in input_list:
         if item.numel() != output.numel():
             raise ValueError(f"reduce_scatter: every input must have the output's {output.numel()} elements, "

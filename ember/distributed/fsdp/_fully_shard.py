@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from ..._autograd import engine
 from ..._autograd.function import Function
-from ..._autograd.graph import saved_tensors_hooks
 from ..._autograd.grad_mode import state as grad_state
+from ..._autograd.graph import saved_tensors_hooks
 from ..._backends import numpy as np
 from ..._tensor import Storage, Tensor
 from ...nn.modules.module import Module
