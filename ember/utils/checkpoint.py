@@ -26,8 +26,17 @@ from .._autograd.function import Function
 from .._autograd.graph import saved_tensors_hooks
 from .._tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "detach_variable",
-           "check_backward_validity", "noop_context_fn", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
+__all__ = [
+    "checkpoint",
+    "checkpoint_sequential",
+    "CheckpointError",
+    "CheckpointFunction",
+    "detach_variable",
+    "check_backward_validity",
+    "noop_context_fn",
+    "set_checkpoint_early_stop",
+    "set_checkpoint_debug_enabled",
+]
 
 
 class CheckpointError(RuntimeError):
@@ -178,8 +187,10 @@ class _Frame:
             return len(collected) - 1
 
         def unpack(index):
-            raise CheckpointError("torch.utils.checkpoint: unpack is being triggered for a tensor that was already "
-                                  "unpacked once or whose recomputation graph was freed")
+            raise CheckpointError(
+                "torch.utils.checkpoint: unpack is being triggered for a tensor that was already "
+                "unpacked once or whose recomputation graph was freed"
+            )
 
         with saved_tensors_hooks(pack, unpack):
             self.recompute()
@@ -204,8 +215,12 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args
 
     def recompute() -> None:
         inputs = detach_variable(saved_args)
-        with _rng_restored(preserve_rng_state, fwd_cpu_state), ember.enable_grad(), \
-                _autocast_context(autocast_state), recompute_context:
+        with (
+            _rng_restored(preserve_rng_state, fwd_cpu_state),
+            ember.enable_grad(),
+            _autocast_context(autocast_state),
+            recompute_context,
+        ):
             function(*inputs, **saved_kwargs)
 
     frame = _Frame(recompute)
@@ -213,8 +228,16 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args
         return function(*args, **kwargs)
 
 
-def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=noop_context_fn,
-               determinism_check: str = "default", debug: bool = False, early_stop: bool = True, **kwargs):
+def checkpoint(
+    function,
+    *args,
+    use_reentrant: bool | None = None,
+    context_fn=noop_context_fn,
+    determinism_check: str = "default",
+    debug: bool = False,
+    early_stop: bool = True,
+    **kwargs,
+):
     """Run `function(*args, **kwargs)` without keeping its intermediates; backward recomputes them.
 
     Args:
@@ -280,6 +303,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     end = -1
     for start in range(0, segment_size * (segments - 1), segment_size):
         end = start + segment_size - 1
-        input = checkpoint(run_function(start, end, functions), input, use_reentrant=use_reentrant,
-                           preserve_rng_state=preserve)
+        input = checkpoint(
+            run_function(start, end, functions), input, use_reentrant=use_reentrant, preserve_rng_state=preserve
+        )
     return run_function(end + 1, len(functions) - 1, functions)(input)

@@ -4,7 +4,7 @@ StatefulDataLoader (torchdata's resumable loader) and SerializedList (NOTE [ Cop
 
 from ._utils.collate import default_collate, default_convert
 from ._utils.worker import get_worker_info
-from .dataloader import DataLoader, _DatasetKind
+from .dataloader import DataLoader, _DatasetKind  # noqa: F401 - torch exposes it here too
 from .dataset import (
     ChainDataset,
     ConcatDataset,

@@ -30,17 +30,13 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-import queue
 import warnings
 
 import ember
 
-from . import _utils
-from ._utils import shared_memory
 from ._utils.collate import default_collate, default_convert
-from ._utils.exception import ExceptionWrapper
 from ._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
-from ._utils.worker import _IterableDatasetStopIteration, _ResumeIteration, _WithState, _WorkerConfig, _worker_loop
+from ._utils.worker import get_worker_info
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -115,15 +111,29 @@ class DataLoader:
 
     _initialized = False
 
-    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None, sampler=None,
-                 batch_sampler=None, num_workers: int = 0, collate_fn=None, pin_memory: bool = False,
-                 drop_last: bool = False, timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
-                 generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True) -> None:
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler=None,
+        batch_sampler=None,
+        num_workers: int = 0,
+        collate_fn=None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn=None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if num_workers < 0:
-            raise ValueError(
-                "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing."
-            )
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
@@ -196,9 +206,7 @@ class DataLoader:
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError(
-                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
-            )
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if sampler is None:
             if self._dataset_kind == _DatasetKind.Iterable:
                 sampler = _InfiniteConstantSampler()
@@ -245,7 +253,12 @@ class DataLoader:
 
     def __setattr__(self, attr, value) -> None:
         if self._initialized and attr in (
-            "batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"
+            "batch_size",
+            "batch_sampler",
+            "sampler",
+            "drop_last",
+            "dataset",
+            "persistent_workers",
         ):
             raise ValueError(f"{attr} attribute should not be set after {self.__class__.__name__} is initialized")
         super().__setattr__(attr, value)

@@ -12,8 +12,16 @@ from typing import Generic, TypeVar
 import ember
 from ember._ops._generator import default_generator
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",
-           "Subset", "random_split"]
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "StackDataset",
+    "ConcatDataset",
+    "ChainDataset",
+    "Subset",
+    "random_split",
+]
 
 _T_co = TypeVar("_T_co", covariant=True)
 

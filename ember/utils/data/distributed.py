@@ -40,8 +40,15 @@ class DistributedSampler(Sampler[_T_co]):
         drop_last: drop the tail instead of padding, so every rank gets the same number of distinct indices
     """
 
-    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
-                 seed: int = 0, drop_last: bool = False) -> None:
+    def __init__(
+        self,
+        dataset,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
         if num_replicas is None:
             num_replicas = _distributed_setting("get_world_size")
         if rank is None:

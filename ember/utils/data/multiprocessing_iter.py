@@ -10,7 +10,7 @@ import queue
 from . import _utils
 from ._utils import shared_memory
 from ._utils.exception import ExceptionWrapper
-from ._utils.worker import _IterableDatasetStopIteration, _ResumeIteration, _WithState, _WorkerConfig, _worker_loop
+from ._utils.worker import _IterableDatasetStopIteration, _ResumeIteration, _WithState, _worker_loop, _WorkerConfig
 from .dataloader import _BaseDataLoaderIter, _DatasetKind, _iterator_ids
 
 
@@ -36,6 +36,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_init_fn = loader.worker_init_fn
         self._worker_result_queue = context.Queue()
         self._shutdown = False
+        self._main_pid = os.getpid()
         self._workers_done_event = context.Event()
         self._index_queues = []
         self._workers = []
@@ -49,11 +50,19 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             index_queue = context.Queue()
             index_queue.cancel_join_thread()  # never block the main process's exit on an unread index
             config = _WorkerConfig(
-                dataset_kind=self._dataset_kind, dataset=self._dataset, auto_collation=self._auto_collation,
-                collate_fn=self._collate_fn, drop_last=self._drop_last, base_seed=self._base_seed,
-                init_fn=self._worker_init_fn, worker_id=worker_id, num_workers=self._num_workers,
-                persistent_workers=self._persistent_workers, transport=dataloader.BATCH_TRANSPORT,
-                block_prefix=self._block_prefixes[worker_id], dataset_state=self._worker_dataset_state(worker_id),
+                dataset_kind=self._dataset_kind,
+                dataset=self._dataset,
+                auto_collation=self._auto_collation,
+                collate_fn=self._collate_fn,
+                drop_last=self._drop_last,
+                base_seed=self._base_seed,
+                init_fn=self._worker_init_fn,
+                worker_id=worker_id,
+                num_workers=self._num_workers,
+                persistent_workers=self._persistent_workers,
+                transport=dataloader.BATCH_TRANSPORT,
+                block_prefix=self._block_prefixes[worker_id],
+                dataset_state=self._worker_dataset_state(worker_id),
                 snapshot_state=self._snapshot_worker_state(),
             )
             worker = context.Process(
@@ -238,8 +247,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         """Stop every worker, bounded in time: ask, wait, terminate, wait, kill; then free unread blocks."""
         if _utils is None or _utils.python_exit_status is True or _utils.python_exit_status is None:
             return  # interpreter shutdown: multiprocessing's atexit hook terminates the daemonic workers
-        if getattr(self, "_shutdown", True):
-            return
+        if getattr(self, "_shutdown", True) or os.getpid() != self._main_pid:
+            return  # already done, or a copy of this iterator inherited by a forked process: not ours to stop
         self._shutdown = True
         try:
             self._workers_done_event.set()

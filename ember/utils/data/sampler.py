@@ -14,8 +14,14 @@ from typing import Generic, TypeVar
 
 import ember
 
-__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler"]
+__all__ = [
+    "BatchSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
 
 _T_co = TypeVar("_T_co", covariant=True)
 
@@ -63,8 +69,9 @@ class RandomSampler(Sampler[int]):
         generator: the ember.Generator to draw from
     """
 
-    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
-                 generator=None) -> None:
+    def __init__(
+        self, data_source: Sized, replacement: bool = False, num_samples: int | None = None, generator=None
+    ) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -72,9 +79,7 @@ class RandomSampler(Sampler[int]):
         if not isinstance(self.replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(
-                f"num_samples should be a positive integer value, but got num_samples={self.num_samples}"
-            )
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
 
     @property
     def num_samples(self) -> int:
@@ -125,8 +130,7 @@ class WeightedRandomSampler(Sampler[int]):
         generator: the ember.Generator to draw from
     """
 
-    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
-                 generator=None) -> None:
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator=None) -> None:
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):

@@ -29,8 +29,7 @@ class SerializedList(Sequence):
     """
 
     def __init__(self, items: Iterable) -> None:
-        blobs = [np.frombuffer(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
-                 for item in items]
+        blobs = [np.frombuffer(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8) for item in items]
         self._ends = np.cumsum([len(blob) for blob in blobs], dtype=np.int64)
         self._buffer = np.concatenate(blobs) if blobs else np.zeros(0, dtype=np.uint8)
 

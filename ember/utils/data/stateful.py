@@ -88,12 +88,14 @@ class _StatefulMixin:
     """What both stateful iterators share: resuming the seed and sampler, and the common state fields."""
 
     def _init_state(self, loader, state) -> None:
-        self._loader = loader
+        self._generators = _generators(loader)  # not the loader itself: loader._iterator -> self would be a cycle
         self._resume = state if state and not state.get("_finished") else None
         self._finished_state = state if state and state.get("_finished") else None
-        self._is_stateful_dataset = self._dataset_kind == _DatasetKind.Iterable and callable(
-            getattr(loader.dataset, "state_dict", None)
-        ) and callable(getattr(loader.dataset, "load_state_dict", None))
+        self._is_stateful_dataset = (
+            self._dataset_kind == _DatasetKind.Iterable
+            and callable(getattr(loader.dataset, "state_dict", None))
+            and callable(getattr(loader.dataset, "load_state_dict", None))
+        )
         self._exhausted = False
 
     def _make_sampler_iter(self):
@@ -104,7 +106,7 @@ class _StatefulMixin:
         return self._record
 
     def _draw_base_seed(self, loader) -> int:
-        generators = _generators(loader)
+        generators = self._generators
         if self._resume is not None:
             for generator, saved in zip(generators, self._resume["_generator_states"]):
                 generator.set_state(saved)
@@ -120,7 +122,7 @@ class _StatefulMixin:
             "_finished": finished,
             "_num_yielded": self._num_yielded,
             "_base_seed": self._base_seed,
-            "_generator_states": [generator.get_state() for generator in _generators(self._loader)],
+            "_generator_states": [generator.get_state() for generator in self._generators],
         }
 
     def __next__(self):
