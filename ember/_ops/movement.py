@@ -94,6 +94,15 @@ _CAT = OpDef("cat", lambda xp, *arrays, dim, shapes: _cat_impl(xp, *arrays, dim=
              dtype_rule=_cat_rule, upcast_half=False, meta=lambda args, p: _cat_shape(p["shapes"], p["dim"]))
 
 
+def _stack_backward(ctx, g):
+    return g.unbind(ctx.params["dim"])
+
+
+_STACK = OpDef("stack", lambda xp, *arrays, dim: xp.stack(arrays, axis=dim), _stack_backward, dtype_rule=_cat_rule,
+               upcast_half=False, meta=lambda args, p: tuple(args[0].shape[:p["dim"]]) + (len(args),)
+               + tuple(args[0].shape[p["dim"]:]))
+
+
 def _check_cat(tensors: list, dim: int) -> int:
     """torch's checks and messages; returns the wrapped dim."""
     if not tensors:
@@ -152,7 +161,8 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
                 f"{_shape_text(tensor.shape)} at entry {position}"
             )
     dim = wrap_dim(dim, len(first) + 1)
-    return cat([views.unsqueeze(t, dim) for t in tensors], dim, out=out)
+    # One op over all inputs, not one unsqueeze per input plus a cat: collate stacks a batch per step.
+    return _finish(call(_STACK, tuple(tensors), {"dim": dim}), out)
 
 
 @export(method=False)
