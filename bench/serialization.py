@@ -23,14 +23,17 @@ fresh subprocess per case so one case's freed memory cannot hide another's.
 from __future__ import annotations
 
 import argparse
+import atexit
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+import numpy as np
 import torch
 
 import ember
@@ -38,28 +41,36 @@ import ember
 from .common import Workload
 
 MEGABYTES = float(os.environ.get("EMBER_BENCH_SERIALIZATION_MB", "500"))
-_DIRECTORY = tempfile.mkdtemp(prefix="ember-bench-serialization-")
+
+
+@functools.cache
+def _directory() -> str:
+    """A scratch folder for the checkpoints, made on first use and removed at exit."""
+    path = tempfile.mkdtemp(prefix="ember-bench-serialization-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _state_dict(lib, megabytes: float) -> dict:
-    """Layers of (width x width) weights and (width,) biases, ~`megabytes` in all, float32."""
+    """Layers of (width x width) weights and (width,) biases, ~`megabytes` in all, float32, the same values for
+    both libraries (drawn by NumPy) so the harness can check that the loads agree."""
     width = 1024
     per_layer = (width * width + width) * 4
     layers = max(1, int(megabytes * 1e6 // per_layer))
-    generator = lib.Generator().manual_seed(0)
+    generator = np.random.default_rng(0)
     state = {}
     for index in range(layers):
-        state[f"layers.{index}.weight"] = lib.rand(width, width, generator=generator)
-        state[f"layers.{index}.bias"] = lib.rand(width, generator=generator)
+        state[f"layers.{index}.weight"] = lib.from_numpy(generator.random((width, width), dtype=np.float32))
+        state[f"layers.{index}.bias"] = lib.from_numpy(generator.random(width, dtype=np.float32))
     return state
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prepared(library: str) -> tuple[dict, str]:
     """The library's state dict and the path of a checkpoint of it (built once, on first use)."""
     lib = ember if library == "ember" else torch
     state = _state_dict(lib, MEGABYTES)
-    path = os.path.join(_DIRECTORY, f"{library}.pt")
+    path = os.path.join(_directory(), f"{library}.pt")
     lib.save(state, path)
     return state, path
 
@@ -67,7 +78,7 @@ def _prepared(library: str) -> tuple[dict, str]:
 def _save(library: str):
     def run():
         state, _ = _prepared(library)
-        (ember if library == "ember" else torch).save(state, os.path.join(_DIRECTORY, f"{library}-timed.pt"))
+        (ember if library == "ember" else torch).save(state, os.path.join(_directory(), f"{library}-timed.pt"))
 
     return run
 
@@ -112,7 +123,7 @@ def _case(library: str, operation: str) -> dict:
     before = _status_kilobytes("VmRSS")
     start = time.perf_counter()
     if operation == "save":
-        lib.save(state, os.path.join(_DIRECTORY, f"{library}-case.pt"))
+        lib.save(state, os.path.join(_directory(), f"{library}-case.pt"))
     elif library == "ember":
         result = ember.load(path, mmap=operation == "load-mmap")
     else:
@@ -138,12 +149,19 @@ def main(argv=None) -> int:
     for operation in ("save", "load", "load-mmap"):
         row = {}
         for library in ("ember", "torch"):
-            output = subprocess.run([sys.executable, "-m", "bench.serialization", "--case", library, operation],
-                                    env=environment, capture_output=True, text=True, check=True).stdout
+            output = subprocess.run(
+                [sys.executable, "-m", "bench.serialization", "--case", library, operation],
+                env=environment,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             row[library] = json.loads(output.strip().splitlines()[-1])
         ratio = row["ember"]["seconds"] / max(row["torch"]["seconds"], 1e-9)
-        print(f"{operation:<12} {row['ember']['seconds']:>9.3f} {row['torch']['seconds']:>9.3f} {ratio:>7.2f} "
-              f"{row['ember']['peak_mb']:>9.1f} {row['torch']['peak_mb']:>9.1f}")
+        print(
+            f"{operation:<12} {row['ember']['seconds']:>9.3f} {row['torch']['seconds']:>9.3f} {ratio:>7.2f} "
+            f"{row['ember']['peak_mb']:>9.1f} {row['torch']['peak_mb']:>9.1f}"
+        )
     return 0
 
 

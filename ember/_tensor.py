@@ -20,7 +20,8 @@ from ._autograd import node as node_module
 from ._autograd.grad_mode import state
 from ._autograd.hooks import RemovableHandle
 from ._autograd.node import AccumulateGrad
-from ._backends import MetaArray
+from . import _device as _device_module
+from ._backends import MetaArray, array_module_of, to_device, to_host
 from ._device import CPU, as_device
 from ._device import device as Device
 
@@ -74,7 +75,7 @@ class UntypedStorage:
 
     def data_ptr(self) -> int:
         array = self._storage.array
-        return 0 if isinstance(array, MetaArray) else array.__array_interface__["data"][0]
+        return 0 if isinstance(array, MetaArray) else _address(array)
 
     def nbytes(self) -> int:
         return self._storage.array.nbytes
@@ -112,6 +113,8 @@ class Tensor:
     # ------------------------------------------------------------ construction
     @staticmethod
     def _make(array, dtype: dt.dtype, device: Device = CPU, storage: Storage | None = None) -> Tensor:
+        if device is _CUDA_UNINDEXED:  # device="cuda" means the current cuda device, as torch ('cuda:0')
+            device = _device_module.current_cuda_device()
         self = object.__new__(Tensor)
         self._data = array
         self._dtype = dtype
@@ -597,7 +600,7 @@ class Tensor:
         from ._tensor_str import tensor_repr
 
         grad_fn = self.grad_fn
-        values = None if isinstance(self._data, MetaArray) else self._data
+        values = None if isinstance(self._data, MetaArray) else to_host(self._data)
         return tensor_repr(
             values,
             shape=tuple(self._data.shape),
@@ -645,7 +648,7 @@ class Tensor:
         return out
 
     def __reduce_ex__(self, protocol):
-        data = self._data if isinstance(self._data, MetaArray) else np.ascontiguousarray(self._data)
+        data = self._data if isinstance(self._data, MetaArray) else np.ascontiguousarray(to_host(self._data))
         return (_rebuild_tensor, (data, self._dtype.name, str(self._device), self._requires_grad, type(self)))
 
     def __setstate__(self, state_dict) -> None:
@@ -653,7 +656,10 @@ class Tensor:
 
 
 def _rebuild_tensor(data, dtype_name, device, requires_grad, cls=None):
-    tensor = Tensor._make(data, dt._dtype_by_name(dtype_name), as_device(device))
+    device = as_device(device)
+    if device.type == "cuda":  # pickled as host values; they go back to the device
+        data = to_device(data, device)
+    tensor = Tensor._make(data, dt._dtype_by_name(dtype_name), device)
     if cls is not None and cls is not Tensor:
         return tensor._make_subclass_of(cls, requires_grad)
     tensor._requires_grad = requires_grad
@@ -671,7 +677,10 @@ def _python_scalar(value, dtype: dt.dtype):
 
 
 def _address(array) -> int:
-    return array.__array_interface__["data"][0]
+    interface = getattr(array, "__cuda_array_interface__", None)  # device arrays (CuPy, emulated cuda)
+    if interface is None:
+        interface = array.__array_interface__
+    return interface["data"][0]
 
 
 def _contiguous(shape) -> tuple:
@@ -694,8 +703,9 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 def write_array(target, values) -> None:
     """target[...] = values, with torch's error for writing into an expanded (overlapping) tensor."""
+    copyto = np.copyto if type(target) is np.ndarray else array_module_of(target).copyto
     try:
-        np.copyto(target, values, casting="unsafe")
+        copyto(target, values, casting="unsafe")
     except ValueError as error:
         if not target.flags.writeable:
             raise RuntimeError(
@@ -712,5 +722,6 @@ def zeros_for(shape, dtype: dt.dtype, device: Device) -> Tensor:
     return Tensor._make(xp.zeros(shape, dtype.np_dtype), dtype, device)
 
 
+_CUDA_UNINDEXED = Device("cuda")
 _dispatch.Tensor = Tensor
 node_module.tensor_factory = Tensor._make

@@ -31,14 +31,24 @@ from ._tensor import Tensor
 __all__ = ["save_file", "load_file", "safe_open", "save", "load", "SafetensorError"]
 
 _NAMES = {
-    dt.float64: "F64", dt.float32: "F32", dt.float16: "F16", dt.bfloat16: "BF16",
-    dt.int64: "I64", dt.int32: "I32", dt.int16: "I16", dt.int8: "I8", dt.uint8: "U8", dt.bool_: "BOOL",
+    dt.float64: "F64",
+    dt.float32: "F32",
+    dt.float16: "F16",
+    dt.bfloat16: "BF16",
+    dt.int64: "I64",
+    dt.int32: "I32",
+    dt.int16: "I16",
+    dt.int8: "I8",
+    dt.uint8: "U8",
+    dt.bool_: "BOOL",
     dt.complex64: "C64",
 }
 _DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 # The Rust writer lays tensors out by this enum order, descending, then by name; we match it byte for byte.
-_LAYOUT_RANK = {name: rank for rank, name in enumerate(
-    ["BOOL", "U8", "I8", "I16", "F16", "BF16", "I32", "F32", "C64", "F64", "I64"])}
+_LAYOUT_RANK = {
+    name: rank
+    for rank, name in enumerate(["BOOL", "U8", "I8", "I16", "F16", "BF16", "I32", "F32", "C64", "F64", "I64"])
+}
 _HEADER_LIMIT = 100 << 20  # the Rust reader's bound: a larger header is a corrupt or hostile file
 
 
@@ -82,8 +92,11 @@ def _serialize(tensors: dict, metadata: dict | None) -> tuple[bytes, list[np.nda
     offset = 0
     for name in order:
         array, dtype = arrays[name]
-        header[name] = {"dtype": _NAMES[dtype], "shape": list(array.shape), "data_offsets": [offset,
-                                                                                          offset + array.nbytes]}
+        header[name] = {
+            "dtype": _NAMES[dtype],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
         offset += array.nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
@@ -127,8 +140,10 @@ class _Entry:
         self.begin, self.end = offsets
         expected = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         if not 0 <= self.begin <= self.end <= data_size or self.end - self.begin != expected:
-            raise SafetensorError(f"tensor '{name}' has data_offsets {offsets} that do not fit its shape "
-                                  f"{list(self.shape)} and dtype {info['dtype']} in {data_size} bytes of data")
+            raise SafetensorError(
+                f"tensor '{name}' has data_offsets {offsets} that do not fit its shape "
+                f"{list(self.shape)} and dtype {info['dtype']} in {data_size} bytes of data"
+            )
 
 
 def _parse_header(buffer, total: int) -> tuple[dict, dict | None, int]:
@@ -139,7 +154,7 @@ def _parse_header(buffer, total: int) -> tuple[dict, dict | None, int]:
     if length > _HEADER_LIMIT or 8 + length > total:
         raise SafetensorError(f"header length {length} is invalid for a file of {total} bytes")
     try:
-        header = json.loads(bytes(buffer[8:8 + length]).decode("utf-8"))
+        header = json.loads(bytes(buffer[8 : 8 + length]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SafetensorError(f"invalid JSON in header: {error}") from error
     if not isinstance(header, dict):

@@ -38,8 +38,15 @@ from ._device import device as Device
 from ._serialization.archive import ArchiveReader, ArchiveWriter, CorruptArchive, serialization_id
 from ._serialization.pickling import ForbiddenGlobal, LoadedStorage, StorageTable, TorchPickler, TorchUnpickler
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "DEFAULT_PROTOCOL"]
+__all__ = [
+    "save",
+    "load",
+    "add_safe_globals",
+    "get_safe_globals",
+    "clear_safe_globals",
+    "safe_globals",
+    "DEFAULT_PROTOCOL",
+]
 
 DEFAULT_PROTOCOL = 2
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -103,8 +110,14 @@ def _user_globals() -> dict:
 # ---------------------------------------------------------------- save
 
 
-def save(obj, f, pickle_module=pickle, pickle_protocol: int = DEFAULT_PROTOCOL,
-         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
+def save(
+    obj,
+    f,
+    pickle_module=pickle,
+    pickle_protocol: int = DEFAULT_PROTOCOL,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
     """Save an object (a state dict, a tensor, nested containers of them) in PyTorch's checkpoint format.
 
     Args:
@@ -214,8 +227,15 @@ class _LoadError(RuntimeError):
     """An error about the caller's request (devices, map_location), passed through as is."""
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None, mmap: bool | None = None,
-         **pickle_load_args):
+def load(
+    f,
+    map_location=None,
+    pickle_module=None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **pickle_load_args,
+):
     """Load an object saved by ember.save or torch.save (zip format).
 
     Args:
@@ -250,8 +270,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
             raise RuntimeError(f"{name} is not a valid ember/PyTorch checkpoint: {reason}") from error
 
 
-_CORRUPTION_ERRORS = (CorruptArchive, zipfile.BadZipFile, pickle.UnpicklingError, EOFError, struct.error,
-                      zlib.error, UnicodeDecodeError)
+_CORRUPTION_ERRORS = (
+    CorruptArchive,
+    zipfile.BadZipFile,
+    pickle.UnpicklingError,
+    EOFError,
+    struct.error,
+    zlib.error,
+    UnicodeDecodeError,
+)
 
 
 def _describe(f) -> str:
@@ -290,8 +317,10 @@ def _open_archive(fileobj) -> ArchiveReader:
         if not magic:
             raise CorruptArchive("the file is empty")
         if magic[:1] == b"\x80":
-            raise CorruptArchive("it is a raw pickle or torch's legacy (pre-1.6, non-zip) format, which ember does "
-                                 "not read; re-save it with torch.save(obj, f) from a recent torch")
+            raise CorruptArchive(
+                "it is a raw pickle or torch's legacy (pre-1.6, non-zip) format, which ember does "
+                "not read; re-save it with torch.save(obj, f) from a recent torch"
+            )
         raise CorruptArchive(f"it does not start with a zip header (first bytes {magic!r})")
     return ArchiveReader(fileobj)
 
@@ -309,9 +338,11 @@ def _load_archive(reader: ArchiveReader, map_location, weights_only: bool, mmap:
         return storage
 
     data = reader.read_record("data.pkl")
-    unpickler = unpickler_base(io.BytesIO(data), weights_only=weights_only, load_storage=load_storage,
-                               user_globals=_user_globals(), **kwargs)
+    unpickler = unpickler_base(
+        io.BytesIO(data), weights_only=weights_only, load_storage=load_storage, user_globals=_user_globals(), **kwargs
+    )
     result = unpickler.load()
+    reader.verify()
     reader.close()
     return result
 
@@ -348,8 +379,9 @@ def _target_device(location: str, map_location) -> Device:
     try:
         device = as_device(target)
     except (RuntimeError, TypeError) as error:
-        raise _LoadError(f"cannot place a storage saved on '{location}' on '{target}': {error}; "
-                         f"pass map_location='cpu'") from error
+        raise _LoadError(
+            f"cannot place a storage saved on '{location}' on '{target}': {error}; pass map_location='cpu'"
+        ) from error
     if device.type == "cuda":
         _check_cuda(location)
     return device
@@ -383,4 +415,3 @@ def _custom_unpickler(pickle_module):
         persistent_load = TorchUnpickler.persistent_load
 
     return CustomUnpickler
-

@@ -30,6 +30,33 @@ C_HEADER = """\
 #include <stdint.h>
 """
 
+# glibc's libmvec has SIMD versions of these; declaring them `omp declare simd` lets the loops vectorise
+# (math.h only does so under -ffast-math, which a shared library must not use: it would set FTZ process-wide)
+VECTOR_MATH = """\
+#if defined(__x86_64__) && defined(__GLIBC__)
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float erff(float);
+#pragma omp declare simd notinbranch
+float expm1f(float);
+#pragma omp declare simd notinbranch
+float log1pf(float);
+#pragma omp declare simd notinbranch
+double exp(double);
+#pragma omp declare simd notinbranch
+double log(double);
+#pragma omp declare simd notinbranch
+double tanh(double);
+#pragma omp declare simd notinbranch
+double erf(double);
+#endif
+"""
+
 
 def cache_dir() -> str:
     root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
@@ -91,20 +118,27 @@ class CPrinter:
                 acc_type = "double" if kind == "sum" else "T"
                 start = "0.0" if kind == "sum" else "-INFINITY"
                 lines.append(f"        {acc_type} {name}_acc = {start};")
-                lines.append("        for (long k = 0; k < K; k++) {" if kind != "sum" else
-                             f"        #pragma omp simd reduction(+:{name}_acc)\n        for (long k = 0; k < K; k++) {{")
+                if kind != "sum":
+                    lines.append(f"        int {name}_nan = 0;")
+                reduction = f"+:{name}_acc" if kind == "sum" else f"max:{name}_acc) reduction(|:{name}_nan"
+                lines.append(f"        #pragma omp simd reduction({reduction})")
+                lines.append("        for (long k = 0; k < K; k++) {")
                 lines += ["            " + _c_step(steps[s], False) for s in _elem_closure(steps, [source])]
                 if kind == "sum":
                     lines.append(f"            {name}_acc += {source};")
                 else:
-                    lines.append(f"            if ({source} > {name}_acc || {source} != {source}) {name}_acc = {source};")
+                    lines.append(f"            {name}_acc = {source} > {name}_acc ? {source} : {name}_acc;")
+                    lines.append(f"            {name}_nan |= {source} != {source};")
                 lines.append("        }")
+                if kind != "sum":
+                    lines.append(f"        if ({name}_nan) {name}_acc = NAN;")
                 lines.append(f"        T {name} = (T)({name}_acc{' / (double)K' if divide else ''});")
         elem_outputs = [(n, name) for n, (name, level) in enumerate(kernel.outputs) if level == "elem"]
         if elem_outputs:
             lines.append("        #pragma omp simd")
             lines.append("        for (long k = 0; k < K; k++) {")
-            lines += ["            " + _c_step(steps[s], False) for s in _elem_closure(steps, [m for _, m in elem_outputs])]
+            needed = _elem_closure(steps, [m for _, m in elem_outputs])
+            lines += ["            " + _c_step(steps[s], False) for s in needed]
             for n, name in elem_outputs:
                 lines.append(f"            out{n}[r * K + k] = {name};")
             lines.append("        }")
@@ -115,14 +149,19 @@ class CPrinter:
         return "\n".join(lines)
 
     def build(self, kernels, log=None):
-        sources = [self.source(k) for k in kernels]
-        full = C_HEADER + "\n" + "\n".join(sources)
-        library = compile_library(full)
+        sources = "\n".join(self.source(k) for k in kernels)
+        try:
+            full = C_HEADER + VECTOR_MATH + "\n" + sources
+            library = compile_library(full, ["-lmvec"])
+        except CompileError:  # no libmvec: scalar math calls
+            full = C_HEADER + "\n" + sources
+            library = compile_library(full)
         built = {}
         for kernel in kernels:
             fn = getattr(library, kernel.name)
             fn.restype = None
-            fn.argtypes = [ctypes.c_void_p] * (len(kernel.args) + len(kernel.outputs)) + [ctypes.c_long, ctypes.c_long]
+            pointers = len(kernel.args) + len(kernel.outputs)
+            fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_long, ctypes.c_long]
             built[kernel.name] = _c_caller(fn)
         return built, full
 
@@ -169,7 +208,7 @@ _built_libraries: dict = {}
 compile_count = 0  # compiler invocations in this process (tests read it)
 
 
-def compile_library(source: str):
+def compile_library(source: str, libraries=()):
     """Compile (or load from the disk cache) a shared library for `source`."""
     global compile_count
     cc = find_compiler()
@@ -189,7 +228,8 @@ def compile_library(source: str):
             so_path = os.path.join(work, "kernel.so")
             compile_count += 1
             try:
-                done = subprocess.run([cc, *CFLAGS, c_path, "-o", so_path, "-lm"], capture_output=True, text=True)
+                command = [cc, *CFLAGS, c_path, "-o", so_path, *libraries, "-lm"]
+                done = subprocess.run(command, capture_output=True, text=True)
             except OSError as error:
                 raise CompilerMissing(f"{cc}: {error}") from None
             if done.returncode != 0 or not os.path.exists(so_path):

@@ -25,7 +25,7 @@ from .._autograd.grad_mode import state
 from .._tensor import Tensor
 from . import codegen
 from .config import config
-from .graph import iter_values, map_structure
+from .graph import map_structure
 from .runtime import CompiledGraph
 from .tracer import BreakReason, Tracer, Unsupported, flatten_tensors
 
@@ -273,7 +273,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     from ..nn.modules.module import Module
 
     if isinstance(model, Module):
-        return OptimizedModule(model, CompiledFunction(model._call_impl, **settings))
+        return _make_optimized_module(model, CompiledFunction(model._call_impl, **settings))
     if not callable(model):
         raise RuntimeError("ember.compile: model must be callable (a function or an nn.Module)")
     return CompiledFunction(model, **settings)
@@ -302,11 +302,14 @@ def _optimized_module_class():
     return OptimizedModule
 
 
-def OptimizedModule(module, compiled):  # noqa: N802 - built lazily (nn imports ember at import time)
-    global OptimizedModule
-    cls = _optimized_module_class()
-    OptimizedModule = cls
-    return cls(module, compiled)
+_optimized_module: list = []
+
+
+def _make_optimized_module(module, compiled):
+    """The class is built on first use: ember.nn imports ember at import time."""
+    if not _optimized_module:
+        _optimized_module.append(_optimized_module_class())
+    return _optimized_module[0](module, compiled)
 
 
 # ---------------------------------------------------------------- explain

@@ -116,6 +116,8 @@ class Graph:
         if self.output is not None:
             for value in iter_values(self.output.structure):
                 table.setdefault(value, []).append(self.output)
+        for _target, new, _ in self.mutations:
+            table.setdefault(new, []).append(self.output)
         return table
 
     def op_count(self) -> int:

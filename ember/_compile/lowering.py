@@ -33,7 +33,7 @@ def _gelu_c(a, p, f, lit):
     if p.get("approximate", "none") == "tanh":
         inner = f"{lit(SQRT_2_OVER_PI)} * ({a} + {lit(0.044715)} * {a} * {a} * {a})"
         return f"{lit(0.5)} * {a} * ({lit(1.0)} + tanh{f}({inner}))"
-    return f"{lit(0.5)} * {a} * ({lit(1.0)} + (T)erf((double){a} * {SQRT1_2!r}))"
+    return f"{lit(0.5)} * {a} * ({lit(1.0)} + erf{f}({a} * {lit(SQRT1_2)}))"
 
 
 def _gelu_np(a, p):
@@ -68,7 +68,7 @@ POINTWISE = {
              lambda a, p: f"({a[0]} * _sm.sigmoid(np, {a[0]}))"),
     "relu": (lambda a, p, f, lit: f"({a[0]} < 0 ? {lit(0.0)} : {a[0]})", lambda a, p: f"np.maximum({a[0]}, 0)"),
     "gelu": (_gelu_c, _gelu_np),
-    "erf": (lambda a, p, f, lit: f"(T)erf((double){a[0]})", lambda a, p: f"_sm.erf(np, {a[0]})"),
+    "erf": (lambda a, p, f, lit: f"erf{f}({a[0]})", lambda a, p: f"_sm.erf(np, {a[0]})"),
     "abs": (lambda a, p, f, lit: f"fabs{f}({a[0]})", lambda a, p: f"np.abs({a[0]})"),
     "square": (lambda a, p, f, lit: f"({a[0]} * {a[0]})", lambda a, p: f"({a[0]} * {a[0]})"),
     "pow": (lambda a, p, f, lit: f"pow{f}({a[0]}, {a[1]})", lambda a, p: f"np.power({a[0]}, {a[1]})"),

@@ -88,7 +88,7 @@ class Tracer:
         self.storage_users: dict = {}  # id(storage) -> set of id(tensor) tracked with it
         self.storages: dict = {}  # id(storage) -> (storage, expected version)
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
-        self.mutations: list = []  # (target Value or tensor node, new Value, grad_enabled)
+        self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.random_ops = 0
         self.placeholders: list = []  # (path, Value)
         self.last_break_tensor = None
@@ -97,6 +97,10 @@ class Tracer:
         self._rng_state = None
         self.tensor_of_value: dict = {}
         self.segment_nodes: set = set()
+
+    @property
+    def mutations(self) -> list:
+        return [tuple(m) for m in self.mutated.values()]
 
     @property
     def graph(self) -> Graph:
@@ -198,10 +202,12 @@ class Tracer:
             return
         new = self.resolve(result)
         old = self.value_of.get(id(target))
-        if old is None or old.node.kind in ("placeholder", "external"):
+        if id(target) in self.mutated:
+            self.mutated[id(target)][1:] = [new, state.enabled]  # a later write to the same input: keep the last
+        elif old is None or old.node.kind in ("placeholder", "external"):
             if old is None:
                 old = self.resolve(target)
-            self.mutations.append((old, new, state.enabled))
+            self.mutated[id(target)] = [old, new, state.enabled]
         self.value_of[id(target)] = new
         self.storages.setdefault(id(target._storage), [target._storage, 0])[1] = target._storage.version
 

@@ -21,6 +21,7 @@ take whatever folder the first record is in, as torch does.
 
 from __future__ import annotations
 
+import concurrent.futures
 import mmap as mmap_module
 import random
 import struct
@@ -34,6 +35,17 @@ _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
 _LOCAL_HEADER_SIGNATURE = 0x04034B50
 _PADDING_ID = b"FB"
 _CHUNK = 64 << 20  # write large storages in pieces, so no single write call holds the GIL for seconds
+
+
+_crc_workers = None
+
+
+def _crc_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that check storages' CRCs while the next storage is read (zlib.crc32 releases the GIL)."""
+    global _crc_workers
+    if _crc_workers is None:
+        _crc_workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="ember-crc")
+    return _crc_workers
 
 
 class CorruptArchive(Exception):
@@ -66,7 +78,7 @@ class ArchiveWriter:
         info.extra = _padding_extra(self.zip.start_dir, info.filename.encode("ascii"), zip64)
         with self.zip.open(info, "w", force_zip64=zip64) as out:
             for start in range(0, buffer.nbytes, _CHUNK):
-                out.write(buffer[start:start + _CHUNK])
+                out.write(buffer[start : start + _CHUNK])
 
     def close(self) -> None:
         self.zip.close()
@@ -96,6 +108,7 @@ class ArchiveReader:
                 raise CorruptArchive("it is a TorchScript archive (torch.jit.save), which ember cannot load")
             raise CorruptArchive(f"no '{self.prefix}/data.pkl' record")
         self._map = None
+        self._pending_checks: list = []
 
     def info(self, name: str) -> zipfile.ZipInfo:
         info = self.infos.get(f"{self.prefix}/{name}")
@@ -138,9 +151,15 @@ class ArchiveReader:
             if not count:
                 raise CorruptArchive(f"storage '{key}' is truncated")
             done += count
-        if zlib.crc32(view) != info.CRC:
-            raise CorruptArchive(f"storage '{key}' fails its CRC check (the file is corrupted)")
+        self._pending_checks.append((key, info.CRC, _crc_pool().submit(zlib.crc32, view)))
         return out
+
+    def verify(self) -> None:
+        """Wait for the storages' CRC checks (run in threads while reading went on); raise on a mismatch."""
+        checks, self._pending_checks = self._pending_checks, []
+        for key, expected, result in checks:
+            if result.result() != expected:
+                raise CorruptArchive(f"storage '{key}' fails its CRC check (the file is corrupted)")
 
     def map_storage(self, key: str, nbytes: int) -> np.ndarray:
         """The storage's bytes mapped copy-on-write from the file (torch's MAP_PRIVATE): nothing is read yet."""

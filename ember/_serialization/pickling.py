@@ -108,8 +108,8 @@ class StorageTable:
 
     def locate(self, tensor: Tensor) -> tuple[StorageRef, int, tuple]:
         """(storage, storage_offset, stride) for a CPU tensor, in elements, sharing storage where memory is shared."""
-        data, dtype = tensor._data, tensor._dtype
-        location = str(tensor._device)
+        data, dtype, device = tensor._data, tensor._dtype, tensor._device
+        location = f"cuda:{device.index or 0}" if device.type == "cuda" else str(device)  # torch's location tag
         if not isinstance(data, np.ndarray):  # a device array (CuPy): saved through a host copy
             data = np.asarray(data.get() if hasattr(data, "get") else data)
             return self._contiguous_copy(data, dtype, location)
@@ -201,14 +201,20 @@ class TorchPickler(pickle._Pickler):
             stride = tuple(tensor.stride())
             return REBUILD_META, (tensor._dtype, tuple(tensor.shape), stride, tensor.requires_grad)
         ref, offset, stride = self.storages.locate(tensor)
-        args = (ref, offset, tuple(int(n) for n in tensor._data.shape), stride, tensor.requires_grad,
-                collections.OrderedDict())
+        args = (
+            ref,
+            offset,
+            tuple(int(n) for n in tensor._data.shape),
+            stride,
+            tensor.requires_grad,
+            collections.OrderedDict(),
+        )
         if state:
             return REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V2, TORCH_TENSOR, args, state)
         return REBUILD_TENSOR_V2, args
 
     def save_torch_global(self, obj: TorchGlobal) -> None:
-        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
+        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
         self.memoize(obj)
 
     def save_dtype(self, obj: dt.dtype) -> None:
@@ -299,8 +305,9 @@ def _check_geometry(offset, size, stride, numel: int):
     if 0 not in size:
         last = offset + sum((n - 1) * s for n, s in zip(size, stride))
         if last >= numel:
-            raise ValueError(f"a tensor of size {size}, stride {stride} at offset {offset} runs past its storage "
-                             f"of {numel} elements")
+            raise ValueError(
+                f"a tensor of size {size}, stride {stride} at offset {offset} runs past its storage of {numel} elements"
+            )
     return offset, size, stride
 
 
@@ -431,6 +438,30 @@ def _torch_allowed_globals() -> dict:
 ALLOWED_GLOBALS = _torch_allowed_globals()
 
 
+_TORCH_ONLY_DTYPES = {
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "complex32",
+    "qint8",
+    "quint8",
+    "qint32",
+    "quint4x2",
+    "quint2x4",
+    "bits8",
+    "bits16",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+}
+
+
 class ForbiddenGlobal(pickle.UnpicklingError):
     """A weights-only load met a global outside the allow-list."""
 
@@ -465,6 +496,11 @@ class TorchUnpickler(pickle.Unpickler):
         found = self.user_globals.get(qualified)
         if found is not None:
             return found
+        if module == "torch" and (name in _TORCH_ONLY_DTYPES or name.endswith("Storage")):
+            raise ForbiddenGlobal(
+                f"ember cannot load this checkpoint: it holds {qualified}, and ember has no such "
+                f"dtype (ember has {', '.join(d.name for d in dt.ALL_DTYPES)})"
+            )
         if self.weights_only:
             raise ForbiddenGlobal(_forbidden_message(qualified))
         if module == "torch" or module.startswith("torch."):
@@ -484,12 +520,13 @@ class TorchUnpickler(pickle.Unpickler):
 
 def _ember_counterpart(module: str, name: str):
     """torch.nn.modules.linear.Linear -> ember.nn.modules.linear.Linear, for full (weights_only=False) loads."""
-    target = "ember" + module[len("torch"):]
+    target = "ember" + module[len("torch") :]
     try:
         found = importlib.import_module(target)
         for part in name.split("."):
             found = getattr(found, part)
         return found
     except (ImportError, AttributeError) as error:
-        raise pickle.UnpicklingError(f"ember has no counterpart of {module}.{name} (looked for {target}.{name})") \
-            from error
+        raise pickle.UnpicklingError(
+            f"ember has no counterpart of {module}.{name} (looked for {target}.{name})"
+        ) from error

@@ -1,0 +1,166 @@
+"""ember.compile benchmarks: compiled ember vs eager ember vs torch eager vs torch.compile.
+
+    python -m bench.compile [--quick]     one table with all four, plus compile time (cold / warm disk cache)
+    python -m bench --only compile        the harness's ember/torch table: eager rows and compiled rows
+
+Workloads (the issue's): an elementwise-heavy block (LayerNorm + GELU + residual on 64x128x256), softmax
+over 4096x1024, an MLP training step (784-1024-1024-10, batch 128; forward + backward, compiled forward).
+In the harness table the "ember" column of a "compiled" row is ember.compile and its "torch" column is
+torch.compile (torch.compile on CPU needs a C++ compiler; a row notes it when it fails).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import ember
+
+from .common import Workload, format_seconds, measure_interleaved
+
+_rng = np.random.default_rng(0)
+
+
+def _arrays():
+    return {
+        "block": [_rng.standard_normal(s).astype(np.float32) for s in ((64, 128, 256), (256,), (256,))],
+        "softmax": [_rng.standard_normal((4096, 1024)).astype(np.float32)],
+        "mlp_x": _rng.standard_normal((128, 784)).astype(np.float32),
+        "mlp_y": _rng.integers(0, 10, 128),
+    }
+
+
+ARRAYS = _arrays()
+
+
+def _block(lib):
+    functional = lib.nn.functional
+
+    def block(x, w, b):
+        return x + functional.gelu(functional.layer_norm(x, (x.shape[-1],), w, b))
+
+    return block
+
+
+def _softmax(lib):
+    return lambda x: lib.softmax(x, -1)
+
+
+def _mlp(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+def _compiler(lib, compiled: bool):
+    if not compiled:
+        return lambda fn: fn
+    return lib.compile
+
+
+def make_case(name: str, lib, compiled: bool):
+    """A zero-argument callable running the case in `lib`, eager or compiled."""
+    wrap = _compiler(lib, compiled)
+    if name == "block":
+        tensors = [lib.from_numpy(a) for a in ARRAYS["block"]]
+        fn = wrap(_block(lib))
+        return lambda: fn(*tensors)
+    if name == "softmax":
+        x = lib.from_numpy(ARRAYS["softmax"][0])
+        fn = wrap(_softmax(lib))
+        return lambda: fn(x)
+    model = _mlp(lib)
+    forward = wrap(model)
+    x = lib.from_numpy(ARRAYS["mlp_x"])
+    y = lib.from_numpy(ARRAYS["mlp_y"])
+    params = list(model.parameters())
+
+    def step():
+        loss = lib.nn.functional.cross_entropy(forward(x), y)
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-1e-3)
+        return loss
+
+    return step
+
+
+CASES = [("block", "LayerNorm+GELU+residual 64x128x256"), ("softmax", "softmax 4096x1024"),
+         ("mlp", "MLP step 784-1024-1024-10 b128")]
+
+
+def _workloads() -> list[Workload]:
+    rows = []
+    for key, title in CASES:
+        rows.append(Workload(f"compile eager: {title}", make_case(key, ember, False), make_case(key, torch, False)))
+        rows.append(Workload(f"compile compiled: {title}", make_case(key, ember, True), make_case(key, torch, True),
+                             note="ember.compile vs torch.compile"))
+    return rows
+
+
+WORKLOADS = _workloads()
+
+
+def compile_times(key: str) -> tuple[float, float]:
+    """Seconds for the first call of a fresh ember.compile: cold (empty kernel cache) and warm (cache on disk)."""
+    from ember._compile import codegen
+
+    previous = os.environ.get("EMBER_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as directory:
+        os.environ["EMBER_CACHE_DIR"] = directory
+        try:
+            times = []
+            for _ in range(2):
+                ember.compiler.reset()
+                codegen._built_libraries.clear()  # forget loaded libraries: the warm run must come from disk
+                fn = make_case(key, ember, True)
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+        finally:
+            if previous is None:
+                os.environ.pop("EMBER_CACHE_DIR", None)
+            else:
+                os.environ["EMBER_CACHE_DIR"] = previous
+    return times[0], times[1]
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    rounds, min_time = (3, 0.05) if "--quick" in argv else (7, 0.2)
+    print(f"threads: torch {torch.get_num_threads()}, cpus {os.cpu_count()}")
+    header = f"{'workload':36} {'ember eager':>12} {'ember.compile':>14} {'torch eager':>12} {'torch.compile':>14}"
+    print(header)
+    print("-" * len(header))
+    for key, title in CASES:
+        fns, notes = {}, []
+        for label, lib, compiled in (("ember eager", ember, False), ("ember.compile", ember, True),
+                                     ("torch eager", torch, False), ("torch.compile", torch, True)):
+            fn = make_case(key, lib, compiled)
+            try:
+                fn()
+                fn()
+                fns[label] = fn
+            except Exception as error:  # noqa: BLE001 - torch.compile without a working toolchain: note it
+                notes.append(f"{label} failed: {type(error).__name__}: {str(error).splitlines()[0][:80]}")
+        timings = dict(zip(fns, measure_interleaved(list(fns.values()), rounds=rounds, min_time=min_time)))
+        cells = [format_seconds(timings[label].median) if label in timings else "-"
+                 for label in ("ember eager", "ember.compile", "torch eager", "torch.compile")]
+        print(f"{title:36} {cells[0]:>12} {cells[1]:>14} {cells[2]:>12} {cells[3]:>14}  {'; '.join(notes)}")
+    print()
+    for key, title in CASES:
+        cold, warm = compile_times(key)
+        print(f"ember.compile first call, {title}: cold cache {format_seconds(cold)}, "
+              f"warm cache {format_seconds(warm)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Capture, guards, recompiles, graph breaks, explain, fullgraph, in-place writes, randomness."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+
+
+def _same(a, b):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_graph_is_printable_with_meta_and_source():
+    def fn(x, y):
+        return (x * y).relu() + 1
+
+    compiled = ember.compile(fn, options={"fusion": False})
+    compiled(ember.ones(2, 3), ember.ones(2, 3))
+    (graph,) = compiled.graphs
+    code = graph.code
+    assert "mul(p0, p1)" in code and "float32[2, 3]" in code and "test_capture.py" in code
+    table = graph.tabular()
+    assert "placeholder" in table and "relu" in table and "output" in table
+
+
+def test_decorator_and_call_counts_replay():
+    calls = []
+
+    @ember.compile
+    def fn(x):
+        calls.append(1)  # Python side effects run at capture only: replay skips the Python
+        return x.exp() * 2
+
+    x = ember.randn(5)
+    for _ in range(3):
+        _same(fn(x), x.exp() * 2)
+    assert len(calls) == 1
+
+
+def test_guards_recompile_on_shape_dtype_and_grad_mode():
+    compiled = ember.compile(lambda x: x.sigmoid() * x)
+    compiled(ember.randn(4, 3))
+    compiled(ember.randn(4, 3))
+    assert len(compiled.cache) == 1
+    compiled(ember.randn(5, 3))  # shape
+    compiled(ember.randn(5, 3, dtype=ember.float64))  # dtype
+    with ember.no_grad():
+        compiled(ember.randn(5, 3))  # grad mode
+    compiled(ember.randn(5, 3, requires_grad=True))  # requires_grad
+    assert len(compiled.cache) == 5
+    assert "grad mode (was False, now True)" == compiled.last_reason  # compared with the newest graph
+
+
+def test_non_tensor_arguments_guarded_by_value():
+    compiled = ember.compile(lambda x, scale: x * scale)
+    x = ember.ones(3)
+    _same(compiled(x, 2.0), x * 2)
+    _same(compiled(x, 3.0), x * 3)
+    _same(compiled(x, 2.0), x * 2)
+    assert len(compiled.cache) == 2
+
+
+def test_module_training_flag_and_dropout_randomness():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5))
+    model.compile()
+    x = ember.randn(64, 6)
+    first, second = model(x), model(x)
+    assert not np.allclose(first.detach().numpy(), second.detach().numpy())  # a fresh mask per replay
+    model.eval()
+    _same(model(x), model[0](x))
+    assert len(model._compiled_call_impl.cache) == 2
+
+
+def test_parameter_updates_are_seen_and_replacement_recompiles():
+    layer = nn.Linear(3, 2)
+    compiled = ember.compile(layer)
+    x = ember.randn(4, 3)
+    compiled(x)
+    with ember.no_grad():
+        layer.weight.mul_(2)
+    _same(compiled(x), layer(x))
+    layer.weight = nn.Parameter(ember.randn(2, 3))
+    _same(compiled(x), layer(x))
+    assert len(compiled._compiled.cache) == 2
+
+
+def test_recompile_limit_warns_once_and_runs_eagerly():
+    ember.compiler.config.recompile_limit = 2
+    try:
+        compiled = ember.compile(lambda x, n: x + n, dynamic=False)
+        x = ember.ones(2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in range(6):
+                _same(compiled(x, n), x + n)
+        messages = [str(w.message) for w in caught if "recompile limit" in str(w.message)]
+        assert len(messages) == 1 and "args[1] == " in messages[0]
+        assert len(compiled.cache) == 3
+    finally:
+        ember.compiler.config.recompile_limit = 8
+
+
+def test_dynamic_sizes_do_not_count_against_the_limit():
+    compiled = ember.compile(lambda x: (x * 2).tanh())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in range(1, 12):
+            x = ember.randn(n, 4)
+            _same(compiled(x), (x * 2).tanh())
+    assert len(compiled.cache) == 11 and compiled.recompiles == 0
+
+
+def _branchy(x):
+    y = x * 2
+    if y.sum() > 0:
+        return y + 1
+    return y - 1
+
+
+def test_graph_break_falls_back_to_eager_and_stays_correct():
+    compiled = ember.compile(_branchy)
+    for sign in (1, -1, 1, -1):
+        x = ember.ones(3) * sign
+        _same(compiled(x), _branchy(x))
+    assert compiled.graph_breaks and "Tensor.__bool__" in compiled.graph_breaks[0].reason
+    assert all(e.eager for e in compiled.cache.values())
+
+
+def test_explain_counts_graphs_and_breaks():
+    result = ember.compiler.explain(_branchy)(ember.ones(3))
+    assert result.graph_count == 2 and result.graph_break_count == 1
+    assert "if y.sum() > 0" in result.break_reasons[0].source
+    text = str(result)
+    assert "Graph Count: 2" in text and "Graph Break Count: 1" in text
+    assert ember.compiler.explain(lambda x: x.exp() + 1, ember.ones(2)).graph_break_count == 0
+
+
+def test_fullgraph_raises_at_the_break():
+    with pytest.raises(ember.compiler.Unsupported, match="__bool__"):
+        ember.compile(_branchy, fullgraph=True)(ember.ones(3))
+    with pytest.raises(ember.compiler.Unsupported, match="item"):
+        ember.compile(lambda x: x * x.sum().item(), fullgraph=True)(ember.ones(3))
+
+
+def test_other_breaks_item_numpy_backward_disable():
+    def backward_inside(x):
+        (x * 2).sum().backward()
+        return x.grad
+
+    x = ember.ones(2, requires_grad=True)
+    compiled = ember.compile(backward_inside)
+    compiled(x)
+    assert "backward" in compiled.graph_breaks[0].reason
+
+    @ember.compiler.disable
+    def opaque(t):
+        return t + 1
+
+    explained = ember.compiler.explain(lambda t: opaque(t * 2) * 3, ember.ones(2))
+    assert explained.graph_break_count == 1 and "disable" in explained.break_reasons[0].reason
+
+
+def test_inplace_on_intermediate_and_input_buffer():
+    def fn(x, running):
+        y = x * 2
+        y.add_(1)  # rebinding an intermediate
+        with ember.no_grad():
+            running.mul_(0.9).add_(y.mean() * 0.1)  # an input buffer updated in place
+        return y.relu()
+
+    compiled = ember.compile(fn)
+    x = ember.randn(4)
+    eager_buffer, compiled_buffer = ember.zeros(()), ember.zeros(())
+    for _ in range(3):
+        _same(compiled(x, compiled_buffer), fn(x, eager_buffer))
+        _same(compiled_buffer, eager_buffer)
+
+
+def test_detach_inside_is_an_alias_not_a_constant():
+    compiled = ember.compile(lambda x: (x * 3).detach() + x)
+    compiled(ember.ones(2))
+    _same(compiled(ember.full((2,), 2.0)), ember.full((2,), 8.0))
+
+
+def test_untraced_random_factory_breaks():
+    compiled = ember.compile(lambda x: x + ember.randn(x.shape))
+    x = ember.zeros(1000)
+    compiled(x)
+    assert "random factory" in compiled.graph_breaks[0].reason
+    assert not np.allclose(compiled(x).numpy(), compiled(x).numpy())
+
+
+def test_batchnorm_training_updates_running_stats():
+    ember.manual_seed(0)
+    eager = nn.BatchNorm1d(4)
+    compiled_bn = nn.BatchNorm1d(4)
+    compiled_bn.compile()
+    x = ember.randn(8, 4)
+    for _ in range(2):
+        _same(compiled_bn(x), eager(x))
+    _same(compiled_bn.running_mean, eager.running_mean)
+    _same(compiled_bn.running_var, eager.running_var)
+
+
+def test_logs_print_graph_and_kernels(capsys):
+    compiled = ember.compile(lambda x: F.gelu(x) * 2 + 1, options={"trace": True})
+    compiled(ember.randn(3, 4))
+    err = capsys.readouterr().err
+    assert "[ember.compile graph_code]" in err and "[ember.compile output_code]" in err
+    assert "void fused_" in err or "def fused_" in err
