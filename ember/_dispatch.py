@@ -165,14 +165,24 @@ def _call_backend(op, args, params, compute, out_dtype, device):
             else:
                 arrays.append(a)
     xp = _device_modules.get(device.type) or device_module(device)
+    if xp is not np:
+        arrays = _device_operands(arrays, args, device)
     try:
         out = op.impl(xp, *arrays, **params) if params else op.impl(xp, *arrays)
     except ValueError as error:
         raise _translate_value_error(op, args, params, error) from None
     if op.outputs == 1:
-        return _wrap(op, out, out_dtype, device, args)
+        return _wrap(op, out, out_dtype, device, args, xp)
     dtypes = out_dtype if isinstance(out_dtype, tuple) else (out_dtype,) * op.outputs
-    return tuple(_wrap(op, o, d, device, args) for o, d in zip(out, dtypes))
+    return tuple(_wrap(op, o, d, device, args, xp) for o, d in zip(out, dtypes))
+
+
+def _device_operands(arrays, args, device):
+    """A 0-d CPU tensor in a cuda op (allowed, as torch) enters as a scalar, never as a host array."""
+    for index, a in enumerate(args):
+        if isinstance(a, Tensor) and a._device is not device and type(arrays[index]) is np.ndarray:
+            arrays[index] = arrays[index][()]
+    return arrays
 
 
 def _translate_value_error(op, args, params, error):
@@ -200,7 +210,8 @@ def _as_half_compute_array(value, half_dtype):
     if isinstance(value, Tensor):
         array = value._data
     elif type(value) in (int, float):
-        array = np.asarray(value)
+        # a NumPy float32 scalar, not a 0-d array: a host array must never meet device arrays (cuda)
+        return np.asarray(value).astype(half_dtype).astype(np.float32)[()]
     else:
         return value
     if array.dtype != half_dtype:
@@ -208,11 +219,14 @@ def _as_half_compute_array(value, half_dtype):
     return array.astype(np.float32)
 
 
-def _wrap(op, array, dtype, device, args):
+def _wrap(op, array, dtype, device, args, xp=np):
     if type(array) is not np.ndarray:
-        array = np.asarray(array)
-    if array.dtype != dtype.np_dtype:
-        array = array.astype(dtype.np_dtype)
+        # NumPy scalars and Python numbers from impls become arrays of the device's module
+        if xp is np or not isinstance(array, xp.ndarray):
+            array = xp.asarray(array)
+    np_dtype = dtype.np_dtype
+    if array.dtype is not np_dtype and array.dtype != np_dtype:  # identity first: NumPy's builtin dtypes are
+        array = array.astype(np_dtype)                          # singletons, so the comparison rarely runs
     if op.view:
         source = args[0]
         return Tensor._make_view(array, dtype, device, source)

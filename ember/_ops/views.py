@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._dispatch import OpDef, call, keep
-from .._tensor import Size, Tensor, wrap_dim
+from .._tensor import Size, Tensor, _address, wrap_dim
 from ._api import export
 from ._shapes import normalize_dims
 
@@ -34,8 +34,12 @@ def _input_shape(ctx):
 
 def infer_size(shape, numel: int) -> tuple:
     """Resolve one -1 in `shape` against numel, with torch's errors."""
-    if all(type(n) is int and n >= 0 for n in shape) and math.prod(shape) == numel:
-        return tuple(shape)  # the common case, checked in one pass
+    for n in shape:  # the common case (plain non-negative ints, right product) in one cheap pass
+        if type(n) is not int or n < 0:
+            break
+    else:
+        if math.prod(shape) == numel:
+            return tuple(shape)
     shape = tuple(int(n) for n in shape)
     infer = [i for i, n in enumerate(shape) if n == -1]
     if len(infer) > 1:
@@ -91,7 +95,9 @@ def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape (no copy); a dtype argument reinterprets the bytes (Tensor.view(dtype))."""
     if len(shape) == 1 and hasattr(shape[0], "np_dtype"):
         return _view_dtype(input, shape[0])
-    shape = infer_size(_shape_args(shape, "view"), input._data.size)
+    if not shape or type(shape[0]) is not int:
+        shape = _shape_args(shape, "view")
+    shape = infer_size(shape, input._data.size)
     return call(_VIEW, (input,), {"shape": shape})
 
 
@@ -172,13 +178,13 @@ def _squeeze_meta(args, params):
 def _squeeze_impl(xp, a, shape, dims):
     """Drop the size-1 `dims`, keeping the other strides."""
     strides = tuple(s for i, s in enumerate(a.strides) if i not in dims)
-    return np.lib.stride_tricks.as_strided(a, shape, strides)
+    return _as_strided(xp, a, shape, strides)
 
 
 def _unsqueeze_impl(xp, a, shape, dim):
     """torch's stride for the new size-1 dim: size * stride of the dim it precedes (1 at the end)."""
     inner = a.shape[dim] * a.strides[dim] if dim < a.ndim else a.itemsize
-    return np.lib.stride_tricks.as_strided(a, shape, a.strides[:dim] + (inner,) + a.strides[dim:])
+    return _as_strided(xp, a, shape, a.strides[:dim] + (inner,) + a.strides[dim:])
 
 
 _SQUEEZE = _view_op("squeeze", _squeeze_impl, _reshape_back, meta=_squeeze_meta)
@@ -386,7 +392,7 @@ def _view_scatter_impl(xp, g, shape, view_impl, view_params, overlapping):
         positions = view_impl(xp, xp.arange(out.size).reshape(shape), **view_params)
         xp.add.at(out.reshape(-1), positions.reshape(-1), g.reshape(-1))
         return out
-    if not target.flags.writeable:
+    if xp is np and not target.flags.writeable:  # CuPy arrays have no read-only flag
         target = np.lib.stride_tricks.as_strided(target, target.shape, target.strides, writeable=True)
     target[...] = g
     return out
@@ -486,7 +492,7 @@ def _diagonal_impl(xp, a, offset, dim1, dim2):
     keep_dims = [d for d in range(a.ndim) if d not in (dim1, dim2)]
     shape = tuple(a.shape[d] for d in keep_dims) + (length,)
     strides = tuple(a.strides[d] for d in keep_dims) + (a.strides[dim1] + a.strides[dim2],)
-    return np.lib.stride_tricks.as_strided(corner, shape, strides)
+    return _as_strided(xp, corner, shape, strides)
 
 
 _DIAGONAL = selecting_view("diagonal", _diagonal_impl)
@@ -504,11 +510,11 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 def _unfold_impl(xp, a, dimension, size, step):
     shape, strides = list(a.shape), list(a.strides)
     if a.ndim == 0:
-        return np.lib.stride_tricks.as_strided(a, (1,), (a.itemsize,))
+        return _as_strided(xp, a, (1,), (a.itemsize,))
     count = (shape[dimension] - size) // step + 1
     new_shape = shape[:dimension] + [count] + shape[dimension + 1:] + [size]
     new_strides = strides[:dimension] + [strides[dimension] * step] + strides[dimension + 1:] + [strides[dimension]]
-    return np.lib.stride_tricks.as_strided(a, new_shape, new_strides, writeable=False)
+    return _as_strided(xp, a, new_shape, new_strides, writeable=False)
 
 
 _UNFOLD = selecting_view("unfold", _unfold_impl)
@@ -530,14 +536,20 @@ export(unfold, function=False)
 
 def _as_strided_impl(xp, a, size, stride, storage_offset):
     itemsize = a.itemsize
-    return np.lib.stride_tricks.as_strided(
-        _flat_storage(a)[storage_offset:], size, tuple(s * itemsize for s in stride), writeable=True
-    )
+    return _as_strided(xp, _flat_storage(a, xp)[storage_offset:], size, tuple(s * itemsize for s in stride))
 
 
-def _flat_storage(a):
+def _flat_storage(a, xp=np):
     """A 1-D view of the memory from `a`'s first element (as_strided is relative to the tensor's storage)."""
-    return np.lib.stride_tricks.as_strided(a, (max(_extent(a), 1),), (a.itemsize,), writeable=True)
+    return _as_strided(xp, a, (max(_extent(a), 1),), (a.itemsize,))
+
+
+def _as_strided(xp, a, shape, strides, writeable=None):
+    """xp's as_strided.  CuPy's takes no `writeable` (its arrays have no read-only flag), so the flag is
+    NumPy-only: writes through overlapping views are not caught on cuda."""
+    if xp is np and writeable is not None:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=writeable)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
 
 def _extent(a) -> int:
@@ -744,7 +756,7 @@ def view_positions(base: Tensor, view: Tensor) -> np.ndarray:
     """For each element of `view`, the flat (row-major) index of the element of `base` it aliases."""
     base_array, view_array = base._data, view._data
     itemsize = base_array.itemsize
-    base_address = base_array.__array_interface__["data"][0]
+    base_address = _address(base_array)
     low = base_address + sum((n - 1) * s for n, s in zip(base_array.shape, base_array.strides) if s < 0 and n)
     extent = _extent(base_array) if base_array.size else 1
     memory = np.full(max(extent, 1), -1, np.int64)
@@ -754,7 +766,7 @@ def view_positions(base: Tensor, view: Tensor) -> np.ndarray:
         memory[base_offset:], base_array.shape, tuple(s * 8 for s in base_strides), writeable=True
     )
     mapping[...] = np.arange(base_array.size).reshape(base_array.shape)
-    view_offset = (view_array.__array_interface__["data"][0] - low) // itemsize
+    view_offset = (_address(view_array) - low) // itemsize
     view_strides = tuple(s // itemsize * 8 for s in view_array.strides)
     return np.lib.stride_tricks.as_strided(memory[view_offset:], view_array.shape, view_strides).copy()
 
