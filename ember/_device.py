@@ -73,6 +73,19 @@ META = device("meta")
 _default_device = CPU
 
 
+_current_cuda = device("cuda", 0)
+
+
+def current_cuda_device() -> device:
+    """The device a tensor made with device='cuda' lands on (ember.cuda.set_device changes it)."""
+    return _current_cuda
+
+
+def set_current_cuda_index(index: int) -> None:
+    global _current_cuda
+    _current_cuda = device("cuda", int(index))
+
+
 def set_default_device(value) -> None:
     """torch.set_default_device: the device factory functions use when given none (None restores cpu)."""
     global _default_device

@@ -85,6 +85,21 @@ ALIASES = {
 }
 
 
+# The C++ type names torch's messages print for each dtype.  typeid names ("long int", from
+# c10::demangle) appear in dtype-mismatch messages (lerp, addmm, random_ bounds); the <cstdint> names
+# ("int64_t") in c10's checked scalar conversion ("value cannot be converted to type ... without overflow").
+CPP_TYPE_NAMES = {
+    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+}
+CONVERSION_TYPE_NAMES = {
+    "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+}
+
+
 def _dtype_by_name(name: str) -> dtype:
     return _BY_NAME[name]
 

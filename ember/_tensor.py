@@ -14,13 +14,13 @@ import warnings
 
 import numpy as np
 
+from . import _device as _device_module
 from . import _dispatch
 from . import _dtype as dt
 from ._autograd import node as node_module
 from ._autograd.grad_mode import state
 from ._autograd.hooks import RemovableHandle
 from ._autograd.node import AccumulateGrad
-from . import _device as _device_module
 from ._backends import MetaArray, array_module_of, to_device, to_host
 from ._device import CPU, as_device
 from ._device import device as Device

@@ -1,6 +1,7 @@
 """The op registry, one module per family.  Importing this package registers every op."""
 
 from . import (  # noqa: F401  (imported for their registrations)
+    comparison,
     conversion,
     creation,
     einsum,

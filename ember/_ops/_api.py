@@ -78,6 +78,17 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
     return out
 
 
+def finish_out(result, out):
+    """Return `result`, or write it into `out` (a tensor, or a tuple of them for a tuple result) and return that."""
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        for target, value in zip(out, result):
+            write_out(target, value)
+        return out
+    return write_out(out, result)
+
+
 def install(namespace: dict) -> None:
     """Put the registered functions into ember's namespace and the methods on Tensor."""
     for each, fn in METHODS.items():

@@ -271,10 +271,8 @@ def _zero_dim_key_error(tensor: Tensor, key) -> None:
 
 
 
-_C_TYPE_NAMES = {
-    "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-    "float16": "double", "bfloat16": "double", "float32": "float", "float64": "double",
-}
+# Index assignment converts a Python scalar for a half tensor through double first, so its overflow names double.
+_C_TYPE_NAMES = {**dt.CONVERSION_TYPE_NAMES, "float16": "double", "bfloat16": "double"}
 
 
 def scalar_array(value, dtype: dt.dtype) -> np.ndarray:

@@ -49,13 +49,38 @@ def _columns(xp, x, kernel, stride, padding, dilation):
     return windows.reshape(n, c * math.prod(kernel), math.prod(out)), out
 
 
+# Bytes of im2col columns built at a time.  Columns for a whole batch are ~9x the input (3x3 kernels):
+# built a few samples at a time they stay in cache for their GEMM, ~1.3-1.6x faster on 32x32 layers.
+COLUMN_CHUNK_BYTES = 1 << 21
+
+
+def _column_chunks(xp, x, kernel, stride, padding, dilation):
+    """(start, stop, im2col columns of samples start:stop), over the batch in chunks of ~COLUMN_CHUNK_BYTES."""
+    x = _pad(xp, x, padding)
+    no_padding = ((0, 0),) * len(kernel)
+    per_sample = x.itemsize * x.shape[1] * math.prod(kernel) * math.prod(_spatial_out(x.shape, kernel, stride,
+                                                                                       dilation))
+    step = max(1, COLUMN_CHUNK_BYTES // max(per_sample, 1))
+    for start in range(0, x.shape[0], step):
+        cols, _ = _columns(xp, x[start:start + step], kernel, stride, no_padding, dilation)
+        yield start, start + step, cols
+
+
+def _spatial_out(padded_shape, kernel, stride, dilation):
+    return [(padded_shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+
+
 def _conv_impl(xp, x, w, bias, stride, padding, dilation, groups):
     kernel = w.shape[2:]
     n = x.shape[0]
     out_channels = w.shape[0]
     if groups == 1:
-        cols, out = _columns(xp, x, kernel, stride, padding, dilation)
-        y = xp.matmul(w.reshape(out_channels, -1), cols)
+        padded_shape = x.shape[:2] + tuple(x.shape[2 + i] + sum(padding[i]) for i in range(len(kernel)))
+        out = _spatial_out(padded_shape, kernel, stride, dilation)
+        weight = w.reshape(out_channels, -1)
+        y = xp.empty((n, out_channels, math.prod(out)), xp.result_type(x, w))
+        for start, stop, cols in _column_chunks(xp, x, kernel, stride, padding, dilation):
+            xp.matmul(weight, cols, out=y[start:stop])
     else:
         per_group_in = x.shape[1] // groups
         per_group_out = out_channels // groups
@@ -89,12 +114,27 @@ def _col2im(xp, cols, input_shape, kernel, stride, padding, dilation, out):
     return result[crop]
 
 
+def _full_correlation_padding(kernel, stride, padding, dilation, groups):
+    """For a stride-1, ungrouped conv, the input gradient is g correlated with the flipped kernel under this
+    padding: (d(k-1) - left, d(k-1) - right) per dim.  None where that needs a negative pad (use col2im)."""
+    if groups != 1 or any(s != 1 for s in stride):
+        return None
+    pairs = tuple((dilation[i] * (kernel[i] - 1) - left, dilation[i] * (kernel[i] - 1) - right)
+                  for i, (left, right) in enumerate(padding))
+    return pairs if all(left >= 0 and right >= 0 for left, right in pairs) else None
+
+
 def _input_grad_impl(xp, g, w, input_shape, stride, padding, dilation, groups):
     kernel = w.shape[2:]
     n = g.shape[0]
     out = g.shape[2:]
     out_channels = w.shape[0]
     flat = g.reshape(n, out_channels, math.prod(out))  # not -1: NumPy can't infer it for an empty batch
+    full_padding = _full_correlation_padding(kernel, stride, padding, dilation, groups)
+    if full_padding is not None:
+        # im2col of g + one GEMM is ~35% faster than GEMM + col2im's strided adds (16-64 channel 3x3 layers)
+        flipped = xp.flip(w, tuple(range(2, w.ndim))).swapaxes(0, 1)
+        return _conv_impl(xp, g, flipped, None, (1,) * len(kernel), full_padding, dilation, 1)
     if groups == 1:
         cols = xp.matmul(w.reshape(out_channels, -1).T, flat)
         return _col2im(xp, cols, input_shape, kernel, stride, padding, dilation, out)
@@ -109,14 +149,23 @@ def _input_grad_impl(xp, g, w, input_shape, stride, padding, dilation, groups):
     return xp.concatenate(parts, axis=1)
 
 
+def _contract_samples(xp, flat, cols):
+    """sum over samples n of flat[n] @ cols[n].T: (N, O, L), (N, C*K, L) -> (O, C*K)."""
+    # One batched GEMM reading cols transposed in place, then a small sum: tensordot's transpose-and-reshape
+    # copied all of cols (the largest array here) in cache-hostile order, ~4x slower on a 16-channel 32x32 layer.
+    return xp.matmul(flat, xp.swapaxes(cols, 1, 2)).sum(0)
+
+
 def _weight_grad_impl(xp, x, g, weight_shape, stride, padding, dilation, groups):
     kernel = weight_shape[2:]
     out_channels = weight_shape[0]
     n = x.shape[0]
     flat = g.reshape(n, out_channels, math.prod(g.shape[2:]))  # not -1: NumPy can't infer it for an empty batch
     if groups == 1:
-        cols, _ = _columns(xp, x, kernel, stride, padding, dilation)
-        return xp.tensordot(flat, cols, axes=([0, 2], [0, 2])).reshape(weight_shape)
+        total = xp.zeros((out_channels, math.prod(weight_shape[1:])), xp.result_type(x, g))
+        for start, stop, cols in _column_chunks(xp, x, kernel, stride, padding, dilation):
+            total += _contract_samples(xp, flat[start:stop], cols)
+        return total.reshape(weight_shape)
     per_group_in = x.shape[1] // groups
     per_group_out = out_channels // groups
     parts = []
@@ -124,7 +173,7 @@ def _weight_grad_impl(xp, x, g, weight_shape, stride, padding, dilation, groups)
         cols, _ = _columns(xp, x[:, group * per_group_in:(group + 1) * per_group_in], kernel, stride, padding,
                            dilation)
         part = flat[:, group * per_group_out:(group + 1) * per_group_out]
-        parts.append(xp.tensordot(part, cols, axes=([0, 2], [0, 2])))
+        parts.append(_contract_samples(xp, part, cols))
     return xp.concatenate(parts, axis=0).reshape(weight_shape)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
-from .._backends import MetaArray
+from .._backends import MetaArray, pinned_empty, to_device, to_host
+from .._backends import is_pinned as _backend_is_pinned
 from .._device import as_device
-from .._dispatch import OpDef, call, device_module, keep
+from .._dispatch import OpDef, call, keep
 from .._tensor import Tensor
 from ._api import export
 
@@ -70,9 +71,9 @@ def _move(tensor: Tensor, device) -> Tensor:
     elif isinstance(array, MetaArray):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     elif device.type == "cpu":
-        moved = array.get() if hasattr(array, "get") else np.asarray(array)
+        moved = to_host(array)
     else:
-        moved = device_module(device).asarray(array)
+        moved = to_device(array, device)  # non_blocking is accepted; copies are synchronous (see docs/cuda.md)
     out = Tensor._make(moved, tensor._dtype, device)
     if tensor._requires_grad:
         from .._autograd.grad_mode import state
@@ -108,7 +109,9 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copy src's values into self (broadcast to self's shape, cast to self's dtype); gradients flow to src."""
     if not isinstance(src, Tensor):
-        src = Tensor._make(np.asarray(src, self._dtype.np_dtype), self._dtype, self._device)
+        from .creation import tensor as _tensor
+
+        src = _tensor(np.asarray(src, self._dtype.np_dtype), device=self._device)
     value = src
     if value._device != self._device:
         value = to(value, self._device)
@@ -174,3 +177,35 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=No
 
 export(cpu, function=False)
 export(cuda, function=False)
+
+
+def pin_memory(self: Tensor, device=None) -> Tensor:
+    """A copy of this CPU tensor in page-locked host memory, for faster (and asynchronous) copies to the GPU.
+
+    With CuPy and a GPU the buffer comes from cupyx.empty_pinned; under emulated cuda pinning is only a flag;
+    with no cuda device at all it raises torch's error.
+    """
+    from .. import cuda
+
+    if self._device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if self.is_pinned():
+        return self
+    buffer = pinned_empty(self._data.shape, self._data.dtype)
+    buffer[...] = self._data
+    out = Tensor._make(buffer, self._dtype, self._device)
+    out._pinned = True  # a copy outside the graph: pinned buffers feed data loading, not autograd
+    return out
+
+
+def is_pinned(self: Tensor, device=None) -> bool:
+    """Whether this tensor lives in page-locked host memory (see pin_memory)."""
+    if self._device.type != "cpu" or isinstance(self._data, MetaArray):
+        return False
+    return bool(self.__dict__.get("_pinned")) or _backend_is_pinned(self._data)
+
+
+export(pin_memory, function=False)
+export(is_pinned, function=False)

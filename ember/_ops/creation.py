@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as dt
-from .._backends import MetaArray
+from .._backends import MetaArray, to_device
 from .._device import as_device
 from .._dispatch import device_module
 from .._tensor import SCALAR_NAMES, Storage, Tensor
@@ -29,7 +29,7 @@ def _finish(array, dtype, device, requires_grad: bool) -> Tensor:
     if device.type == "meta":
         array = MetaArray(np.shape(array), dtype.np_dtype)
     elif device.type != "cpu":
-        array = device_module(device).asarray(array)
+        array = to_device(array, device)  # a copy onto the device (the current one for bare 'cuda')
     return _with_grad(Tensor._make(array, dtype, device), requires_grad)
 
 
@@ -326,14 +326,6 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 # ---------------------------------------------------------------- filled tensors
 
-# The C++ type names torch's overflow message uses for each dtype.
-FILL_TYPE_NAMES = {
-    "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
-    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
-}
-
-
 def cast_fill_value(value, dtype: dt.dtype):
     """A Python number converted to dtype as torch's checked scalar conversion does (fill_, full).
 
@@ -347,7 +339,8 @@ def cast_fill_value(value, dtype: dt.dtype):
         raise OverflowError("int too big to convert")
     if dtype is dt.bool_:
         return bool(value)
-    overflow = RuntimeError(f"value cannot be converted to type {FILL_TYPE_NAMES[dtype.name]} without overflow")
+    type_name = dt.CONVERSION_TYPE_NAMES[dtype.name]
+    overflow = RuntimeError(f"value cannot be converted to type {type_name} without overflow")
     if isinstance(value, complex) and not dtype.is_complex:
         if value.imag != 0:
             raise overflow

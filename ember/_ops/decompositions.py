@@ -15,23 +15,13 @@ import numpy as np
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
-from ._api import export, write_out
+from ._api import export, finish_out
 
 BOTH = SAVE_INPUTS | SAVE_RESULT
 
 
 class LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: a matrix is singular or not positive-definite."""
-
-
-def _finish(result, out):
-    if out is None:
-        return result
-    if isinstance(result, tuple):
-        for target, value in zip(out, result):
-            write_out(target, value)
-        return out
-    return write_out(out, result)
 
 
 def check_matrix(name: str, A: Tensor, square: bool = True, low_precision: str = "message") -> None:
@@ -169,7 +159,7 @@ _INV = OpDef("linalg_inv", _inv_impl, _inv_backward, dtype_rule=_keep, meta=_sam
 def inv(A: Tensor, *, out=None) -> Tensor:
     """The inverse of each square matrix in A (torch.linalg.inv); singular matrices raise LinAlgError."""
     check_matrix("linalg.inv", A)
-    return _finish(call(_INV, (A,)), out)
+    return finish_out(call(_INV, (A,)), out)
 
 
 def _det_backward(ctx, g):
@@ -185,7 +175,7 @@ _DET = OpDef("linalg_det", lambda xp, a: xp.linalg.det(a), _det_backward, dtype_
 def det(A: Tensor, *, out=None) -> Tensor:
     """The determinant of each square matrix in A (torch.linalg.det)."""
     check_matrix("linalg.det", A, low_precision="lu")
-    return _finish(call(_DET, (A,)), out)
+    return finish_out(call(_DET, (A,)), out)
 
 
 def _slogdet_rule(args, params):
@@ -231,7 +221,7 @@ def slogdet(A: Tensor, *, out=None):
     """(sign, log|det|) of each square matrix in A (torch.linalg.slogdet)."""
     check_matrix("linalg.slogdet", A, low_precision="lu")
     op = _SLOGDET_COMPLEX if A._dtype.is_complex else _SLOGDET_REAL
-    return _finish(LinalgSlogdet(*call(op, (A,))), out)
+    return finish_out(LinalgSlogdet(*call(op, (A,))), out)
 
 
 def _solve_impl(xp, a, b):
@@ -266,7 +256,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{SCALAR_NAMES[A._dtype.name]} and B of type {SCALAR_NAMES[B._dtype.name]} instead")
     if not left:
-        return _finish(solve(A.mT, B.mT).mT, out)
+        return finish_out(solve(A.mT, B.mT).mT, out)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rhs = B.unsqueeze(-1) if vector else B
     if rhs.shape[-2] != A.shape[-1]:
@@ -276,7 +266,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
 
     broadcast_shapes(A.shape[:-2], rhs.shape[:-2])
     result = call(_SOLVE, (A, rhs))
-    return _finish(result.squeeze(-1) if vector else result, out)
+    return finish_out(result.squeeze(-1) if vector else result, out)
 
 
 # ---------------------------------------------------------------- cholesky
@@ -307,7 +297,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
     """The Cholesky factor L (A = L L^H) of each Hermitian positive-definite matrix; U = L^H with upper=True."""
     check_matrix("linalg.cholesky", A)
     L = call(_CHOLESKY, (A,))
-    return _finish(_conj(L).mT.contiguous() if upper else L, out)
+    return finish_out(_conj(L).mT.contiguous() if upper else L, out)
 
 
 from .spectral import (  # noqa: E402  (the SVD-based half of torch.linalg, built on the ops above)

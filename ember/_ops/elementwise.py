@@ -1,4 +1,4 @@
-"""Pointwise ops: arithmetic, math functions, comparisons, logical and bitwise ops.
+"""Pointwise ops: arithmetic, math functions and ternary ops (comparisons, logical and bitwise ops: comparison.py).
 
 Declared as tables: each row is an op's impl on the array module and its
 backward in ember ops.  Broadcasting, promotion and un-broadcasting of
@@ -14,10 +14,10 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, compare, promote, promote_float, result_type_of_args
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote, promote_float, result_type_of_args
 from .._tensor import Tensor
 from . import special_math
-from ._api import export, write_out
+from ._api import export, finish_out
 from ._shapes import broadcast_meta
 
 np.seterr(all="ignore")  # torch computes inf/nan silently; NumPy would warn on every such element
@@ -34,10 +34,6 @@ def _conj(x):
 
 def _zeros_like(x):
     return x.new_zeros(x.shape) if isinstance(x, Tensor) else None
-
-
-def _finish(result, out):
-    return result if out is None else write_out(out, result)
 
 
 def _checked(op):
@@ -67,6 +63,22 @@ def pointwise(name, impl, backward=None, *, rule=promote, saves=SAVE_INPUTS, gra
                           grad_name=grad_name, upcast_half=upcast_half))
 
 
+def _integral_only(name):
+    def rule(args, params):
+        compute, _ = promote(args, params)
+        if compute.category > 1:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_scalar_name(compute)}\'')
+        return compute, compute
+
+    return rule
+
+
+def _scalar_name(d: dt.dtype) -> str:
+    from .._tensor import SCALAR_NAMES
+
+    return SCALAR_NAMES[d.name]
+
+
 # ---------------------------------------------------------------- unary math
 
 def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, aliases=(), check=None):
@@ -75,7 +87,7 @@ def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, 
     def fn(input, *, out=None):
         if check is not None:
             check(input)
-        return _finish(call(op, (input,)), out)
+        return finish_out(call(op, (input,)), out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} (torch.{name})."
@@ -229,7 +241,7 @@ _ROUND = pointwise("round", special_math.round_half_even, lambda ctx, g: _zeros_
 @export(inplace=True)
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
     """Round half to even, optionally to `decimals` places (torch.round)."""
-    return _finish(call(_ROUND, (input,), {"decimals": decimals} if decimals else {}), out)
+    return finish_out(call(_ROUND, (input,), {"decimals": decimals} if decimals else {}), out)
 
 
 _LOGIT = pointwise("logit", lambda xp, a, eps=None: special_math.logit(xp, a, eps),
@@ -239,7 +251,7 @@ _LOGIT = pointwise("logit", lambda xp, a, eps=None: special_math.logit(xp, a, ep
 @export(inplace=True)
 def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
-    return _finish(call(_LOGIT, (input,), {"eps": eps} if eps is not None else {}), out)
+    return finish_out(call(_LOGIT, (input,), {"eps": eps} if eps is not None else {}), out)
 
 
 # ---------------------------------------------------------------- binary arithmetic
@@ -289,8 +301,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     """input + alpha * other, broadcasting and promoting as torch does."""
     if alpha != 1:
         _check_alpha(input, other, alpha)
-        return _finish(call(_ADD, (input, other), {"alpha": alpha}), out)
-    return _finish(call(_ADD, (input, other)), out)
+        return finish_out(call(_ADD, (input, other), {"alpha": alpha}), out)
+    return finish_out(call(_ADD, (input, other)), out)
 
 
 @export(inplace=True, aliases=("subtract",))
@@ -309,8 +321,8 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
         )
     if alpha != 1:
         _check_alpha(input, other, alpha)
-        return _finish(call(_SUB, (input, other), {"alpha": alpha}), out)
-    return _finish(call(_SUB, (input, other)), out)
+        return finish_out(call(_SUB, (input, other), {"alpha": alpha}), out)
+    return finish_out(call(_SUB, (input, other)), out)
 
 
 @export
@@ -322,7 +334,7 @@ def rsub(input, other, *, alpha=1) -> Tensor:
 @export(inplace=True, aliases=("multiply",))
 def mul(input, other, *, out=None) -> Tensor:
     """input * other."""
-    return _finish(call(_MUL, (input, other)), out)
+    return finish_out(call(_MUL, (input, other)), out)
 
 
 def _zero_grads(ctx, g):
@@ -351,11 +363,11 @@ _DIV_FLOOR = pointwise("div", lambda xp, a, b: special_math.int_div(xp, a, b, "f
 def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
     """input / other; rounding_mode None (true division), 'trunc' or 'floor'."""
     if rounding_mode is None:
-        return _finish(call(_DIV, (input, other)), out)
+        return finish_out(call(_DIV, (input, other)), out)
     if rounding_mode == "trunc":
-        return _finish(call(_DIV_TRUNC, (input, other)), out)
+        return finish_out(call(_DIV_TRUNC, (input, other)), out)
     if rounding_mode == "floor":
-        return _finish(call(_DIV_FLOOR, (input, other)), out)
+        return finish_out(call(_DIV_FLOOR, (input, other)), out)
     raise RuntimeError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
     )
@@ -380,7 +392,7 @@ _FLOOR_DIVIDE = pointwise("floor_divide", lambda xp, a, b: special_math.int_div(
 @export(inplace=True)
 def floor_divide(input, other, *, out=None) -> Tensor:
     """Floor of input / other (torch.floor_divide); like torch, it has no derivative."""
-    return _finish(call(_FLOOR_DIVIDE, (input, other)), out)
+    return finish_out(call(_FLOOR_DIVIDE, (input, other)), out)
 
 
 def _remainder_backward(ctx, g):
@@ -399,13 +411,13 @@ _FMOD = pointwise("fmod", special_math.fmod,
 @export(inplace=True)
 def remainder(input, other, *, out=None) -> Tensor:
     """Python-style modulus: the result has the sign of the divisor."""
-    return _finish(call(_REMAINDER, (input, other)), out)
+    return finish_out(call(_REMAINDER, (input, other)), out)
 
 
 @export(inplace=True)
 def fmod(input, other, *, out=None) -> Tensor:
     """C-style modulus: the result has the sign of the dividend."""
-    return _finish(call(_FMOD, (input, other)), out)
+    return finish_out(call(_FMOD, (input, other)), out)
 
 
 def _pow_rule(args, params):
@@ -446,8 +458,8 @@ def pow(input, exponent, *, out=None) -> Tensor:
     if type(exponent) is bool and isinstance(input, Tensor) and input._dtype is dt.bool_:
         # torch's pow short-cuts exponents 1 and 0 (a copy, or ones) before its kernel, which has no bool
         result = input.clone() if exponent else input.new_ones(input.shape)
-        return _finish(result, out)
-    return _finish(call(_POW, (input, exponent)), out)
+        return finish_out(result, out)
+    return finish_out(call(_POW, (input, exponent)), out)
 
 
 @export
@@ -499,8 +511,8 @@ _MAXIMUM = pointwise("maximum", lambda xp, a, b: xp.maximum(a, b),
                      lambda ctx, g: _max_backward(ctx, g, lambda a, b: a > b))
 _MINIMUM = pointwise("minimum", lambda xp, a, b: xp.minimum(a, b),
                      lambda ctx, g: _max_backward(ctx, g, lambda a, b: a < b))
-_FMAX = pointwise("fmax", lambda xp, a, b: xp.fmax(a, b), lambda ctx, g: _fmax_backward(ctx, g, ge))
-_FMIN = pointwise("fmin", lambda xp, a, b: xp.fmin(a, b), lambda ctx, g: _fmax_backward(ctx, g, le))
+_FMAX = pointwise("fmax", lambda xp, a, b: xp.fmax(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a >= b))
+_FMIN = pointwise("fmin", lambda xp, a, b: xp.fmin(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a <= b))
 _HYPOT = pointwise("hypot", lambda xp, a, b: xp.hypot(a, b),
                    lambda ctx, g: (g * ctx.inputs[0] / ctx.result, g * ctx.inputs[1] / ctx.result),
                    rule=promote_float, saves=BOTH)
@@ -553,7 +565,7 @@ def _binary(name, op, aliases=(), inplace=True, tensors_only=False, tensor_input
     def fn(input, other, *, out=None):
         if tensors_only or tensor_input:
             _require_tensors(name, input, other, tensors_only)
-        return _finish(call(op, (input, other)), out)
+        return finish_out(call(op, (input, other)), out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} of two tensors (torch.{name})."
@@ -571,117 +583,6 @@ copysign = _binary("copysign", _COPYSIGN, tensor_input=True)
 xlogy = _binary("xlogy", _XLOGY)
 logaddexp = _binary("logaddexp", _LOGADDEXP, inplace=False, tensors_only=True)
 logaddexp2 = _binary("logaddexp2", _LOGADDEXP2, inplace=False, tensors_only=True)
-
-
-# ---------------------------------------------------------------- comparisons, logical, bitwise
-
-
-def _comparison(name, impl, aliases=(), tensors_only=False):
-    op = pointwise(name, impl, None, rule=compare, saves=0)
-    return _binary(name, op, aliases=aliases, tensors_only=tensors_only, tensor_input=True)
-
-
-eq = _comparison("eq", lambda xp, a, b: a == b)
-ne = _comparison("ne", lambda xp, a, b: a != b, aliases=("not_equal",))
-lt = _comparison("lt", lambda xp, a, b: a < b, aliases=("less",))
-le = _comparison("le", lambda xp, a, b: a <= b, aliases=("less_equal",))
-gt = _comparison("gt", lambda xp, a, b: a > b, aliases=("greater",))
-ge = _comparison("ge", lambda xp, a, b: a >= b, aliases=("greater_equal",))
-logical_and = _comparison("logical_and", lambda xp, a, b: xp.logical_and(a, b), tensors_only=True)
-logical_or = _comparison("logical_or", lambda xp, a, b: xp.logical_or(a, b), tensors_only=True)
-logical_xor = _comparison("logical_xor", lambda xp, a, b: xp.logical_xor(a, b), tensors_only=True)
-
-_LOGICAL_NOT = pointwise("logical_not", lambda xp, a: xp.logical_not(a), None, rule=compare, saves=0)
-
-
-@export(inplace=True)
-def logical_not(input, *, out=None) -> Tensor:
-    return _finish(call(_LOGICAL_NOT, (input,)), out)
-
-
-def _integral_only(name):
-    def rule(args, params):
-        compute, _ = promote(args, params)
-        if compute.category > 1:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_scalar_name(compute)}\'')
-        return compute, compute
-
-    return rule
-
-
-def _scalar_name(d: dt.dtype) -> str:
-    from .._tensor import SCALAR_NAMES
-
-    return SCALAR_NAMES[d.name]
-
-
-def _bitwise(name, impl):
-    op = pointwise(name, impl, None, rule=_integral_only(name), saves=0)
-    return _binary(name, op)
-
-
-bitwise_and = _bitwise("bitwise_and", lambda xp, a, b: a & b)
-bitwise_or = _bitwise("bitwise_or", lambda xp, a, b: a | b)
-bitwise_xor = _bitwise("bitwise_xor", lambda xp, a, b: a ^ b)
-bitwise_left_shift = _bitwise("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b))
-bitwise_right_shift = _bitwise("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b))
-_BITWISE_NOT = pointwise("bitwise_not", lambda xp, a: xp.invert(a), None, rule=_integral_only("bitwise_not"),
-                         saves=0)
-
-
-@export(inplace=True)
-def bitwise_not(input, *, out=None) -> Tensor:
-    return _finish(call(_BITWISE_NOT, (input,)), out)
-
-
-def _predicate(name, impl, complex_error=None):
-    """A dtype -> bool test; `complex_error` (type, message) for those torch rejects complex input to,
-    and these also take out= as torch's do."""
-    op = pointwise(name, impl, None, rule=lambda args, params: (None, dt.bool_), saves=0, upcast_half=False)
-
-    def plain(input):
-        return call(op, (input,))
-
-    def with_out(input, *, out=None):
-        if input._dtype.is_complex:
-            raise complex_error[0](complex_error[1])
-        return _finish(call(op, (input,)), out)
-
-    fn = plain if complex_error is None else with_out
-
-    fn.__name__ = fn.__qualname__ = name
-    export(fn)
-    return fn
-
-
-def _float_or(impl, otherwise):
-    return lambda xp, a: impl(xp, a) if a.dtype.kind in "fcV" or a.dtype.name == "bfloat16" else otherwise(xp, a)
-
-
-isnan = _predicate("isnan", _float_or(lambda xp, a: xp.isnan(a), lambda xp, a: xp.zeros(a.shape, bool)))
-isinf = _predicate("isinf", _float_or(lambda xp, a: xp.isinf(a), lambda xp, a: xp.zeros(a.shape, bool)))
-isfinite = _predicate("isfinite", _float_or(lambda xp, a: xp.isfinite(a), lambda xp, a: xp.ones(a.shape, bool)))
-isposinf = _predicate("isposinf", _float_or(lambda xp, a: xp.isposinf(a), lambda xp, a: xp.zeros(a.shape, bool)),
-                      (RuntimeError, "isposinf does not support complex inputs."))
-isneginf = _predicate("isneginf", _float_or(lambda xp, a: xp.isneginf(a), lambda xp, a: xp.zeros(a.shape, bool)),
-                      (RuntimeError, "isneginf does not support complex inputs."))
-signbit = _predicate("signbit", _float_or(lambda xp, a: xp.signbit(a), lambda xp, a: a < 0),
-                     (NotImplementedError, "signbit is not implemented for complex tensors."))
-isreal = _predicate("isreal", lambda xp, a: xp.imag(a) == 0 if a.dtype.kind == "c" else xp.ones(a.shape, bool))
-
-
-_NAN_TO_NUM = pointwise("nan_to_num", special_math.nan_to_num, lambda ctx, g: g * ctx.inputs[0].isfinite(),
-                        rule=promote)
-
-
-@export(inplace=True)
-def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, out=None):
-    """Replace nan, +inf and -inf with finite values (default: 0 and the dtype's extremes)."""
-    if input._dtype.category >= 2:
-        info = dt.finfo(input._dtype)
-        posinf = info.max if posinf is None else posinf
-        neginf = info.min if neginf is None else neginf
-    return _finish(call(_NAN_TO_NUM, (input,), {"nan": nan, "posinf": posinf, "neginf": neginf}), out)
 
 
 # ---------------------------------------------------------------- ternary ops
@@ -720,7 +621,7 @@ def where(condition, input=None, other=None, *, out=None):
     if isinstance(condition, Tensor) and condition._dtype is not dt.bool_ and condition._dtype is not dt.uint8:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_scalar_name(condition._dtype)}")
-    return _finish(call(_WHERE, (condition, input, other)), out)
+    return finish_out(call(_WHERE, (condition, input, other)), out)
 
 
 def _where_method(self, condition, other):
@@ -729,16 +630,9 @@ def _where_method(self, condition, other):
 
 export(_where_method, name="where", function=False)
 
-C_TYPE_NAMES = {
-    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-    "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
-}
-
-
 def _c_type_name(dtype: dt.dtype) -> str:
     """The C++ type name torch's messages print for a dtype (float, long int, c10::Half ...)."""
-    return C_TYPE_NAMES[dtype.name]
+    return dt.CPP_TYPE_NAMES[dtype.name]
 
 
 _LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g))
@@ -758,7 +652,7 @@ def lerp(input, end, weight, *, out=None) -> Tensor:
     if isinstance(weight, Tensor) and weight._data.ndim and weight._dtype is not input._dtype:
         raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `weight` but got dtype "
                            f"{_c_type_name(weight._dtype)}")
-    return _finish(call(_LERP, (input, end, weight)), out)
+    return finish_out(call(_LERP, (input, end, weight)), out)
 
 
 def _addcmul_backward(ctx, g):
@@ -781,7 +675,7 @@ _ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / 
 @export(inplace=True)
 def addcmul(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
     """input + value * tensor1 * tensor2."""
-    return _finish(call(_ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
+    return finish_out(call(_ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
 
 
 @export(inplace=True)
@@ -795,7 +689,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
             "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes."
         )
-    return _finish(call(_ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
+    return finish_out(call(_ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
 
 
 def _clamp_backward(ctx, g):
@@ -829,7 +723,7 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
                         f"{type(min).__name__}, {type(max).__name__}): min and max must both be Tensors or Numbers")
     if result_type_of_args((input, min, max)) is dt.bool_:
         _check_bool_clamp(min, max)
-    return _finish(call(_CLAMP, (input, min, max)), out)
+    return finish_out(call(_CLAMP, (input, min, max)), out)
 
 
 def _check_bool_clamp(min, max) -> None:
@@ -862,7 +756,7 @@ def heaviside(input, values, *, out=None) -> Tensor:
     _require_tensors("heaviside", input, values)
     if input._dtype is not values._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    return _finish(call(_HEAVISIDE, (input, values)), out)
+    return finish_out(call(_HEAVISIDE, (input, values)), out)
 _GCD = pointwise("gcd", lambda xp, a, b: xp.gcd(a, b), None, rule=_integral_only("gcd"))
 _LCM = pointwise("lcm", lambda xp, a, b: xp.lcm(a, b), None, rule=_integral_only("lcm"))
 gcd = _binary("gcd", _GCD, tensors_only=True)

@@ -15,10 +15,10 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
-from .._backends import MetaArray
+from .._backends import MetaArray, to_host
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim, write_array
-from ._api import export, write_out
+from ._api import export, finish_out
 from ._index_keys import (
     IndexKey,
     _index_array,
@@ -252,9 +252,18 @@ def _gather_impl(xp, a, index, dim):
 
 
 def _gather_backward(ctx, g):
-    _, index = ctx.inputs
-    shape = ctx.input_meta[0][0]
-    return g.new_zeros(shape).scatter_add(ctx.params["dim"], index, g), None
+    return spread(g, ctx.inputs[1], ctx.params["dim"], ctx.input_meta[0][0]), None
+
+
+# NOTE [ Value-selecting gradients ]
+# gather, max(dim), sort, topk, kthvalue, median, mode, cummax: the gradient of selected values goes back to
+# the positions they were selected from.  `spread` is scatter_add into zeros; gather and scatter_add are each
+# other's adjoints, so double backward works; both leave the int64 indices uncast.
+
+
+def spread(g: Tensor, indices: Tensor, dim: int, shape) -> Tensor:
+    """A zero tensor of `shape` with g added at `indices` along `dim`: see NOTE [ Value-selecting gradients ]."""
+    return g.new_zeros(shape).scatter_add(dim, indices, g)
 
 
 _GATHER = OpDef("gather", _gather_impl, _gather_backward, dtype_rule=keep, upcast_half=False, saves=SAVE_INPUTS,
@@ -279,14 +288,14 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
         cropped = tuple(slice(0, index.shape[d]) if d != dim else slice(None) for d in range(input.ndim))
         input = input[cropped] if input.ndim else input
     result = call(_GATHER, (input, index), {"dim": dim})
-    return result if out is None else write_out(out, result)
+    return finish_out(result, out)
 
 
 def _bounds(index: Tensor, size: int, dim: int, error=RuntimeError, message: str = "", negative: bool = False) -> None:
     """The first index outside [0, size) (or [-size, size) with `negative`), with ATen's message for it."""
     if not index.numel() or isinstance(index._data, MetaArray):
         return
-    values = np.asarray(index._data, np.int64).reshape(-1)
+    values = to_host(index._data).astype(np.int64).reshape(-1)  # host-side check (a sync on cuda)
     bad = (values < (-size if negative else 0)) | (values >= size)
     if bad.any():
         value = int(values[np.argmax(bad)])
@@ -302,13 +311,14 @@ def _host_index(index: Tensor) -> np.ndarray:
 
 
 def _scatter_positions(xp, index, dim):
-    grids = list(np.indices(index.shape, sparse=True))
+    grids = list(xp.indices(index.shape, sparse=True))
     grids[dim] = index
     return tuple(grids)
 
 
-_REDUCERS = {"sum": np.add, "add": np.add, "prod": np.multiply, "multiply": np.multiply,
-             "amax": np.maximum, "amin": np.minimum}
+# the array module's ufunc (by name, so CuPy's on cuda) whose .at applies each reduce mode
+_REDUCERS = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply",
+             "amax": "maximum", "amin": "minimum"}
 
 
 def _scatter_impl(xp, a, index, src, dim, reduce):
@@ -316,17 +326,17 @@ def _scatter_impl(xp, a, index, src, dim, reduce):
     if out.ndim == 0:
         out = out.reshape(1)
         index = index.reshape(-1)
-        src = np.broadcast_to(src, index.shape)
+        src = xp.broadcast_to(src, index.shape)
         dim = 0
-    if np.ndim(src) == 0:
-        src = np.broadcast_to(src, index.shape)
+    if getattr(src, "ndim", 0) == 0:  # a Python scalar or 0-d array
+        src = xp.broadcast_to(src, index.shape)
     else:
         src = src[tuple(slice(0, n) for n in index.shape)]
     positions = _scatter_positions(xp, index, dim)
     if reduce is None:
         out[positions] = src
     else:
-        _REDUCERS[reduce].at(out, positions, src)
+        getattr(xp, _REDUCERS[reduce]).at(out, positions, src)
     return out.reshape(a.shape)
 
 
@@ -486,7 +496,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         result = call(_INDEX, (input.reshape(1),), {"key": _dim_key(1, 0, positions)}).reshape(())
     else:
         result = call(_INDEX, (input,), {"key": _dim_key(input.ndim, dim, positions)})
-    return result if out is None else write_out(out, result)
+    return finish_out(result, out)
 
 
 def _index_along(name, input, dim, index, source, accumulate, alpha=1):
@@ -619,7 +629,7 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
     if mask._dtype is not dt.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     result = call(_MASKED_SELECT, (input, mask))
-    return result if out is None else write_out(out, result)
+    return finish_out(result, out)
 
 
 def _masked_scatter_impl(xp, a, mask, source):
@@ -689,7 +699,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out=None) -> Tensor:
     """gather along `dim` with broadcasting of the non-indexed dims (numpy.take_along_axis)."""
     if dim is None:
-        return take(input, indices.reshape(-1)) if out is None else write_out(out, take(input, indices.reshape(-1)))
+        return finish_out(take(input, indices.reshape(-1)), out)
     dim = wrap_dim(dim, input.ndim)
     from ._shapes import broadcast_shapes
 
@@ -700,7 +710,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
     input_shape, index_shape = list(common), list(common)
     input_shape[dim], index_shape[dim] = input.shape[dim], indices.shape[dim]
     result = gather(input.expand(input_shape), dim, indices.expand(index_shape))
-    return result if out is None else write_out(out, result)
+    return finish_out(result, out)
 
 
 _NONZERO = OpDef("nonzero", lambda xp, a: xp.argwhere(a).astype(np.int64), None,
@@ -724,7 +734,7 @@ def nonzero(input: Tensor, *, out=None, as_tuple: bool = False):
         return tuple(result[:, d] for d in range(input.ndim))
     if input.ndim == 0:
         result = result[:, :0]
-    return result if out is None else write_out(out, result)
+    return finish_out(result, out)
 
 
 @export

@@ -19,12 +19,8 @@ from .. import _dtype as dt
 from .._dispatch import OpDef, call, device_module, keep
 from .._tensor import Tensor, wrap_dim
 from . import views
-from ._api import export, write_out
+from ._api import export, finish_out
 from ._shapes import normalize_dims
-
-
-def _finish(result: Tensor, out) -> Tensor:
-    return result if out is None else write_out(out, result)
 
 
 def _tensor_list(tensors, name: str) -> list:
@@ -144,7 +140,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     dim = _check_cat(tensors, dim)
     shapes = tuple(tuple(t._data.shape) for t in tensors)
     result = call(_CAT, tuple(tensors), {"dim": dim, "shapes": shapes})
-    return _finish(result, out)
+    return finish_out(result, out)
 
 
 @export(method=False)
@@ -162,7 +158,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
             )
     dim = wrap_dim(dim, len(first) + 1)
     # One op over all inputs, not one unsqueeze per input plus a cat: collate stacks a batch per step.
-    return _finish(call(_STACK, tuple(tensors), {"dim": dim}), out)
+    return finish_out(call(_STACK, tuple(tensors), {"dim": dim}), out)
 
 
 @export(method=False)
@@ -467,7 +463,7 @@ def _triangle(name, function):
     def fn(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
         if input.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        return _finish(call(op, (input,), {"diagonal": int(diagonal)}), out)
+        return finish_out(call(op, (input,), {"diagonal": int(diagonal)}), out)
 
     op.backward = lambda ctx, g: fn(g, ctx.params["diagonal"])
     fn.__name__ = fn.__qualname__ = name
@@ -531,7 +527,7 @@ def diag(input: Tensor, diagonal: int = 0, *, out=None) -> Tensor:
         result = clone(views.diagonal(input, diagonal))
     else:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    return _finish(result, out)
+    return finish_out(result, out)
 
 
 @export

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor, wrap_dim
 from . import special_math
@@ -71,8 +72,29 @@ def _gelu_impl(xp, a, approximate):
     return 0.5 * a * (1.0 + special_math.erf(xp, a * (1.0 / math.sqrt(2.0))))
 
 
+def _gelu_grad_impl(xp, g, x):
+    """g * (Phi(x) + x * phi(x)), in place on two buffers."""
+    cdf = special_math.erf(xp, x * (1.0 / math.sqrt(2.0)))
+    cdf += 1
+    cdf *= 0.5
+    pdf = xp.exp(-0.5 * (x * x))
+    pdf *= x
+    pdf *= 1.0 / math.sqrt(2.0 * math.pi)
+    cdf += pdf
+    cdf *= g
+    return cdf
+
+
+# The backward's own gradient (double backward) comes from the composite in _gelu_backward, never from here.
+GELU_GRAD = OpDef("gelu_backward", _gelu_grad_impl, None, dtype_rule=promote, meta=broadcast_meta)
+
+
 def _gelu_backward(ctx, g):
     x = ctx.inputs[0]
+    if ctx.params["approximate"] == "none" and not grad_state.enabled:
+        # A plain backward: one fused op instead of ~10 dispatched full-size passes (~40% of GELU's backward on
+        # GPT-sized activations); create_graph=True takes the composite below, which is differentiable.
+        return call(GELU_GRAD, (g, x))
     if ctx.params["approximate"] == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = k * (x + 0.044715 * x.pow(3))
@@ -191,7 +213,11 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 def _linear_impl(xp, x, weight, bias=None):
-    out = x @ weight.T
+    if x.ndim > 2 and weight.ndim == 2:
+        # One GEMM over the folded leading dims, not NumPy's per-slice loop (see _batched_matmul_impl).
+        out = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(x.shape[:-1] + (weight.shape[0],))
+    else:
+        out = x @ weight.T
     if bias is not None:
         out += bias
     return out

@@ -10,9 +10,9 @@ import math
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
-from ._api import export
+from ._api import export, finish_out
 from ._shapes import normalize_dims
-from .decompositions import _conj, _finish, _real_of, check_matrix
+from .decompositions import _conj, _real_of, check_matrix
 
 INF = math.inf
 
@@ -98,7 +98,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         if x.numel() == 0 and not x.ndim:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
                                "because the operation does not have an identity")
-    return _finish(call(_VECTOR_NORM, (x,), {"ord": ord, "dim": dims, "keepdim": bool(keepdim)}), out)
+    return finish_out(call(_VECTOR_NORM, (x,), {"ord": ord, "dim": dims, "keepdim": bool(keepdim)}), out)
 
 
 def _ord_name(ord: float) -> str:
@@ -129,7 +129,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        return _finish(vector_norm(A, 2, (d0, d1), keepdim), out)
+        return finish_out(vector_norm(A, 2, (d0, d1), keepdim), out)
     moved = A.movedim((d0, d1), (-2, -1))
     if ord == "nuc" or ord in (2, -2):
         from .spectral import svdvals
@@ -146,7 +146,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if keepdim:
         for d in sorted((d0, d1)):
             result = result.unsqueeze(d)
-    return _finish(result, out)
+    return finish_out(result, out)
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
@@ -191,7 +191,7 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
         from .creation import eye
 
         identity = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
-        return _finish(A * 0 + identity if A.requires_grad else identity.contiguous(), out)
+        return finish_out(A * 0 + identity if A.requires_grad else identity.contiguous(), out)
     if n < 0:
         from .decompositions import inv
 
@@ -203,7 +203,7 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
         n >>= 1
         if n:
             base = matmul(base, base)
-    return _finish(result if result is not A else A.clone(), out)
+    return finish_out(result if result is not A else A.clone(), out)
 
 
 _ = (SAVE_RESULT, _conj, check_matrix)

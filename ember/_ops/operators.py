@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from . import comparison, indexing, reduction, views
 from . import elementwise as ew
-from . import indexing, reduction, views
 
 
 def _reflected(fn):
@@ -23,8 +23,8 @@ def _invert(self):
     if self._dtype.category > 1:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     if self._dtype is dt.bool_:
-        return ew.logical_not(self)
-    return ew.bitwise_not(self)
+        return comparison.logical_not(self)
+    return comparison.bitwise_not(self)
 
 
 def _matmul(self, other):
@@ -67,23 +67,23 @@ OPERATORS = {
     "__pos__": ew.positive,
     "__abs__": ew.abs,
     "__invert__": _invert,
-    "__and__": ew.bitwise_and,
-    "__rand__": _reflected(ew.bitwise_and),
+    "__and__": comparison.bitwise_and,
+    "__rand__": _reflected(comparison.bitwise_and),
     "__iand__": _inplace("bitwise_and_"),
-    "__or__": ew.bitwise_or,
-    "__ror__": _reflected(ew.bitwise_or),
+    "__or__": comparison.bitwise_or,
+    "__ror__": _reflected(comparison.bitwise_or),
     "__ior__": _inplace("bitwise_or_"),
-    "__xor__": ew.bitwise_xor,
-    "__rxor__": _reflected(ew.bitwise_xor),
+    "__xor__": comparison.bitwise_xor,
+    "__rxor__": _reflected(comparison.bitwise_xor),
     "__ixor__": _inplace("bitwise_xor_"),
-    "__lshift__": ew.bitwise_left_shift,
-    "__rshift__": ew.bitwise_right_shift,
-    "__eq__": ew.eq,
-    "__ne__": ew.ne,
-    "__lt__": ew.lt,
-    "__le__": ew.le,
-    "__gt__": ew.gt,
-    "__ge__": ew.ge,
+    "__lshift__": comparison.bitwise_left_shift,
+    "__rshift__": comparison.bitwise_right_shift,
+    "__eq__": comparison.eq,
+    "__ne__": comparison.ne,
+    "__lt__": comparison.lt,
+    "__le__": comparison.le,
+    "__gt__": comparison.gt,
+    "__ge__": comparison.ge,
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
 }

@@ -36,6 +36,7 @@ from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.ma
     seed,
     set_rng_state,
 )
+from ._shapes import broadcast_meta
 from .creation import _sizes, _with_grad, cast_fill_value, zeros_like
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
@@ -105,13 +106,6 @@ def _require_float(kernel: str, dtype: dt.dtype, complex_ok: bool = True) -> Non
         raise _not_implemented(kernel, dtype)
 
 
-_BOUNDS_NAMES = {
-    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-    "float64": "double",
-}
-
-
 def _check_int64(*values) -> None:
     for value in values:
         if not -(2**63) <= value < 2**63:
@@ -125,7 +119,7 @@ def _check_random_bounds(low: int, high: int, dtype: dt.dtype) -> None:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     if dtype.is_complex:
         raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
-    name = _BOUNDS_NAMES[dtype.name]
+    name = dt.CPP_TYPE_NAMES[dtype.name]
     if dtype.is_floating_point:
         info = dt.finfo(dtype)
         lowest, highest = info.min, info.max
@@ -263,9 +257,8 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
     if dtype is dt.bool_ or dtype.is_complex:
         raise _not_implemented("randperm", dtype)
     if dtype.category == 1 and n - 1 > dt.iinfo(dtype).max:
-        from .creation import FILL_TYPE_NAMES
 
-        raise RuntimeError(f"value cannot be converted to type {FILL_TYPE_NAMES[dtype.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {dt.CONVERSION_TYPE_NAMES[dtype.name]} without overflow")
     return _factory((int(n),), dtype, device, requires_grad, out, generator,
                     lambda rng, shape: rng.permutation(shape[0]))
 
@@ -310,12 +303,6 @@ def _shape_of_first(args, params):
     return args[0].shape
 
 
-def _broadcast_meta(args, params):
-    from ._shapes import broadcast_shapes
-
-    return broadcast_shapes(*(a.shape for a in args))
-
-
 def _result_dtype(args, params):
     return None, params["dtype"]
 
@@ -343,9 +330,9 @@ def _normal_impl(xp, *arrays, **params):
     return xp.asarray(values) * xp.asarray(std, dtype=working) + xp.asarray(mean, dtype=working)
 
 
-_NORMAL_TENSOR_FLOAT = _sampling_op("normal", _normal_impl, "NormalBackward1", _broadcast_meta)
-_NORMAL_FLOAT_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward2", _broadcast_meta)
-_NORMAL_TENSOR_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward3", _broadcast_meta)
+_NORMAL_TENSOR_FLOAT = _sampling_op("normal", _normal_impl, "NormalBackward1", broadcast_meta)
+_NORMAL_FLOAT_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward2", broadcast_meta)
+_NORMAL_TENSOR_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward3", broadcast_meta)
 
 
 def _check_std(std) -> None:

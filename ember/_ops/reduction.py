@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, keep
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import Tensor
 from ..return_types import aminmax as aminmax_type
 from ..return_types import max as max_type
 from ..return_types import min as min_type
-from ._api import export, write_out
+from ._api import export, finish_out, write_out
 from ._shapes import normalize_dims
+from .indexing import spread
 
 
 def reduce_params(input: Tensor, dim, keepdim: bool) -> dict:
@@ -47,10 +48,6 @@ def expand_grad(g: Tensor, ctx) -> Tensor:
     return g.expand(shape)
 
 
-def _finish(result, out):
-    return result if out is None else write_out(out, result)
-
-
 def _sum_rule(args, params):
     dtype = args[0]._dtype
     if dtype.category < 2:
@@ -74,7 +71,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None)
     """Sum over `dim` (all dims by default); bool and integer inputs sum to int64."""
     if dtype is not None:
         input = input.to(dtype)
-    return _finish(call(_SUM, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_SUM, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 @export
@@ -84,7 +81,7 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=No
         input = input.to(dtype)
     if input._dtype.is_complex:
         raise RuntimeError("nansum on CPU does not support complex inputs")
-    return _finish(call(_NANSUM, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_NANSUM, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 def _float_only(name, message=None):
@@ -133,14 +130,14 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None
     """Arithmetic mean over `dim`; floating and complex inputs only (or pass dtype)."""
     if dtype is not None:
         input = input.to(dtype)
-    return _finish(call(_MEAN, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_MEAN, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 @export
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     if dtype is not None:
         input = input.to(dtype)
-    return _finish(call(_NANMEAN, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_NANMEAN, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 # ---------------------------------------------------------------- extremes
@@ -159,9 +156,9 @@ def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> 
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _extreme_impl(function):
+def _extreme_impl(name):
     def impl(xp, a, dim, keepdim):
-        return function(a, axis=dim, keepdims=keepdim)
+        return getattr(xp, name)(a, axis=dim, keepdims=keepdim)
 
     return impl
 
@@ -187,9 +184,9 @@ def evenly_distribute_backward(ctx, g):
     return g * mask / mask.sum()
 
 
-_AMAX = OpDef("amax", _extreme_impl(np.max), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_AMAX = OpDef("amax", _extreme_impl("max"), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
               meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
-_AMIN = OpDef("amin", _extreme_impl(np.min), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_AMIN = OpDef("amin", _extreme_impl("min"), _evenly_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
               meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
 
 
@@ -198,14 +195,14 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Maximum over `dim` (all dims for ()); nan propagates; ties share the gradient."""
     params = reduce_params(input, dim if dim != () else None, keepdim)
     _check_nonempty("amax", input, params, dim != ())
-    return _finish(call(_AMAX, (input,), params), out)
+    return finish_out(call(_AMAX, (input,), params), out)
 
 
 @export
 def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     params = reduce_params(input, dim if dim != () else None, keepdim)
     _check_nonempty("amin", input, params, dim != ())
-    return _finish(call(_AMIN, (input,), params), out)
+    return finish_out(call(_AMIN, (input,), params), out)
 
 
 def _arg_impl(function, nan_first):
@@ -258,7 +255,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=
     _no_bool("argmax", input)
     params = _arg_params(input, dim, keepdim)
     _check_nonempty("argmax", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
-    return _finish(call(_ARGMAX, (input,), params), out)
+    return finish_out(call(_ARGMAX, (input,), params), out)
 
 
 @export
@@ -266,7 +263,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=
     _no_bool("argmin", input)
     params = _arg_params(input, dim, keepdim)
     _check_nonempty("argmin", input, {"dim": () if dim is None else (params["dim"],)}, dim is not None)
-    return _finish(call(_ARGMIN, (input,), params), out)
+    return finish_out(call(_ARGMIN, (input,), params), out)
 
 
 def _max_dim_impl(extreme, arg):
@@ -295,38 +292,6 @@ def _max_dim_backward(ctx, grads):
     return spread(g, indices, dim, shape)
 
 
-# NOTE [ Value-selecting gradients ]
-# max(dim), sort, topk, kthvalue, median, mode, cummax: the gradient of selected values goes back to the
-# positions they were selected from.  `spread` (scatter-add into zeros) and `pick` (gather) are each
-# other's adjoints, so double backward works; both leave the int64 indices uncast.
-
-
-def _positions(xp, index, dim):
-    grids = list(xp.indices(index.shape, sparse=True))
-    grids[dim] = index
-    return tuple(grids)
-
-
-def _spread_impl(xp, g, index, dim, shape):
-    out = xp.zeros(shape, g.dtype)
-    xp.add.at(out, _positions(xp, index, dim), g)
-    return out
-
-
-_PICK = OpDef("gather", lambda xp, g, index, dim: xp.take_along_axis(g, index, axis=dim),
-              lambda ctx, g: (spread(g, ctx.inputs[1], ctx.params["dim"], ctx.input_meta[0][0]), None),
-              dtype_rule=keep, meta=lambda args, params: tuple(args[1].shape), saves=SAVE_INPUTS, upcast_half=False)
-_SPREAD = OpDef("scatter_add", _spread_impl,
-                lambda ctx, g: (call(_PICK, (g, ctx.inputs[1]), {"dim": ctx.params["dim"]}), None),
-                dtype_rule=keep, meta=lambda args, params: tuple(params["shape"]), saves=SAVE_INPUTS,
-                upcast_half=False)
-
-
-def spread(g: Tensor, indices: Tensor, dim: int, shape) -> Tensor:
-    """A zero tensor of `shape` with g added at `indices` along `dim`: see NOTE [ Value-selecting gradients ]."""
-    return call(_SPREAD, (g, indices), {"dim": dim, "shape": tuple(shape)})
-
-
 def _max_dim_rule(args, params):
     return None, (args[0]._dtype, dt.int64)
 
@@ -341,9 +306,9 @@ _MAX_DIM = OpDef("max", _max_dim_impl(np.max, np.argmax), _max_dim_backward, dty
                  differentiable_outputs=None)
 _MIN_DIM = OpDef("min", _max_dim_impl(np.min, np.argmin), _max_dim_backward, dtype_rule=_max_dim_rule,
                  meta=_max_dim_meta, outputs=2, saves=SAVE_RESULT, upcast_half=False)
-_MAX_ALL = OpDef("max", _extreme_impl(np.max), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_MAX_ALL = OpDef("max", _extreme_impl("max"), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
                  meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
-_MIN_ALL = OpDef("min", _extreme_impl(np.min), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
+_MIN_ALL = OpDef("min", _extreme_impl("min"), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
                  meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
 
 
@@ -357,7 +322,7 @@ def _extreme(name, all_op, dim_op, binary, result_type):
                     f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
                     "reduction dim with the 'dim' argument."
                 )
-            return _finish(call(all_op, (input,), {"dim": tuple(range(input.ndim)), "keepdim": False}), out)
+            return finish_out(call(all_op, (input,), {"dim": tuple(range(input.ndim)), "keepdim": False}), out)
         from .._tensor import wrap_dim
 
         axis = wrap_dim(dim, input.ndim)
@@ -426,13 +391,13 @@ _ANY = OpDef("any", lambda xp, a, dim, keepdim: xp.any(a, axis=dim, keepdims=kee
 @export
 def all(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True where every element over `dim` is nonzero."""
-    return _finish(call(_ALL, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_ALL, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 @export
 def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """True where some element over `dim` is nonzero."""
-    return _finish(call(_ANY, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_ANY, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 _COUNT_NONZERO = OpDef("count_nonzero", lambda xp, a, dim, keepdim: xp.count_nonzero(a, axis=dim).astype(np.int64),
@@ -480,7 +445,8 @@ def _prod_backward(ctx, g):
 
 def _products_of_others(x: Tensor, dim: int) -> Tensor:
     """For each element along `dim`, the product of all the other elements (exclusive cumprods both ways)."""
-    from .scan import concat, scan_cumprod
+    from .movement import cat
+    from .scan import scan_cumprod
 
     size = x.shape[dim]
     if size == 0:
@@ -488,8 +454,8 @@ def _products_of_others(x: Tensor, dim: int) -> Tensor:
     ones_shape = list(x.shape)
     ones_shape[dim] = 1
     ones = x.new_ones(ones_shape)
-    before = scan_cumprod(concat([ones, x.narrow(dim, 0, size - 1)], dim), dim, reverse=False)
-    after = scan_cumprod(concat([x.narrow(dim, 1, size - 1), ones], dim), dim, reverse=True)
+    before = scan_cumprod(cat([ones, x.narrow(dim, 0, size - 1)], dim), dim, reverse=False)
+    after = scan_cumprod(cat([x.narrow(dim, 1, size - 1), ones], dim), dim, reverse=True)
     return before * after
 
 
@@ -505,7 +471,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=
     if dtype is not None:
         input = input.to(dtype)
     params = reduce_params(input, dim, keepdim if dim is not None else False)
-    return _finish(call(_PROD, (input,), params), out)
+    return finish_out(call(_PROD, (input,), params), out)
 
 
 # ---------------------------------------------------------------- var, std
@@ -582,7 +548,7 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
         out=None) -> Tensor:
     """Variance over `dim` with Bessel's `correction` (default 1; `unbiased=False` means 0)."""
     params = _variance_params(input, dim, unbiased, keepdim, correction)
-    return _finish(call(_VAR, (input,), params), out)
+    return finish_out(call(_VAR, (input,), params), out)
 
 
 @export
@@ -590,7 +556,7 @@ def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
         out=None) -> Tensor:
     """Standard deviation over `dim` (sqrt of var)."""
     params = _variance_params(input, dim, unbiased, keepdim, correction)
-    return _finish(call(_STD, (input,), params), out)
+    return finish_out(call(_STD, (input,), params), out)
 
 
 @export(method=False)
@@ -634,4 +600,4 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
     """log(sum(exp(input), dim)), computed stably; integer inputs give the default float dtype."""
     if input._dtype.category < 2:
         input = input.to(dt.get_default_dtype())
-    return _finish(call(_LOGSUMEXP, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(call(_LOGSUMEXP, (input,), reduce_params(input, dim, keepdim)), out)

@@ -3,8 +3,7 @@
 Each scan op takes a `reverse` param (scan from the end of the dim), so that
 the backward of a scan is another scan written in ember ops: the gradient of
 cumsum is a reverse cumsum, and so on, which keeps double backward working
-without a flip op.  `concat` is the small concatenation primitive that diff's
-prepend/append and prod's backward need.
+without a flip op.
 """
 
 from __future__ import annotations
@@ -12,16 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from ..return_types import cummax as cummax_type
 from ..return_types import cummin as cummin_type
-from ._api import export, make_inplace, write_out
-from .reduction import spread
-
-
-def _finish(result, out):
-    return result if out is None else write_out(out, result)
+from ._api import export, finish_out, make_inplace, write_out
+from .indexing import spread
+from .movement import cat
 
 
 def _along(xp, function, a, dim, reverse):
@@ -115,7 +111,7 @@ def _scan(op, input: Tensor, dim, dtype, out, reverse=False):
     if dtype is not None:
         input = input.to(dtype)
     params = {"dim": wrap_dim(dim, input.ndim), "reverse": reverse}
-    return _finish(call(op, (input,), params), out)
+    return finish_out(call(op, (input,), params), out)
 
 
 @export
@@ -252,26 +248,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     return _scan(_LOGCUMSUMEXP, input, dim, None, out)
 
 
-# ---------------------------------------------------------------- concat, diff
-
-
-def _concat_backward(ctx, g):
-    dim = ctx.params["dim"]
-    grads, start = [], 0
-    for tensor in ctx.inputs:
-        size = tensor.shape[dim]
-        grads.append(g.narrow(dim, start, size))
-        start += size
-    return tuple(grads)
-
-
-_CONCAT = OpDef("cat", lambda xp, *arrays, dim: xp.concatenate(arrays, axis=dim), _concat_backward,
-                dtype_rule=promote, upcast_half=False, saves=SAVE_INPUTS)
-
-
-def concat(tensors, dim: int) -> Tensor:
-    """Concatenate same-rank tensors along `dim` (promoting dtypes), differentiably."""
-    return call(_CONCAT, tuple(tensors), {"dim": dim})
+# ---------------------------------------------------------------- diff
 
 
 def _diff_impl(xp, a, n, dim):
@@ -322,8 +299,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
             _check_diff_operand(input, other, dim)
         parts.append(other)
     if len(parts) > 1:
-        input = concat(parts, dim)
+        input = cat(parts, dim)
     if n == 0:
-        return _finish(input, out)
+        return finish_out(input, out)
     n = n if n <= input.shape[dim] else input.shape[dim]
-    return _finish(call(_DIFF, (input,), {"n": n, "dim": dim}), out)
+    return finish_out(call(_DIFF, (input,), {"n": n, "dim": dim}), out)

@@ -28,12 +28,8 @@ from ..return_types import mode as mode_type
 from ..return_types import nanmedian as nanmedian_type
 from ..return_types import sort as sort_type
 from ..return_types import topk as topk_type
-from ._api import export, write_out
-from .reduction import spread
-
-
-def _finish(result, out):
-    return result if out is None else write_out(out, result)
+from ._api import export, finish_out, write_out
+from .indexing import spread
 
 
 def _finish_pair(result_type, values, indices, out):
@@ -112,7 +108,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 @export
 def msort(input: Tensor, *, out=None) -> Tensor:
     """Sorted along the first dim (values only)."""
-    return _finish(sort(input, 0).values, out)
+    return finish_out(sort(input, 0).values, out)
 
 
 def _topk_rule(args, params):
@@ -235,7 +231,7 @@ _NANMEDIAN_ALL = OpDef("nanmedian", _median_all_impl(True), _median_all_backward
 def _median(name, all_op, dim_op, result_type):
     def fn(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
         if dim is None:
-            return _finish(call(all_op, (input,)), out)
+            return finish_out(call(all_op, (input,)), out)
         dim = wrap_dim(dim, input.ndim)
         _check_reduction_dim(name, input, dim)
         values, indices = call(dim_op, (input,), {"dim": dim, "keepdim": bool(keepdim)})
@@ -437,7 +433,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
             f"and input value tensor {list(values.shape)}"
         )
     params = {"side": side, "sorter": None if sorter is None else sorter._data, "out_int32": bool(out_int32)}
-    return _finish(call(_SEARCHSORTED, (sorted_sequence, values), params), out)
+    return finish_out(call(_SEARCHSORTED, (sorted_sequence, values), params), out)
 
 
 @export
@@ -447,7 +443,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     values = _as_tensor_like(input, boundaries)
     params = {"side": "right" if right else "left", "sorter": None, "out_int32": bool(out_int32)}
-    return _finish(call(_SEARCHSORTED, (boundaries, values), params), out)
+    return finish_out(call(_SEARCHSORTED, (boundaries, values), params), out)
 
 
 # ---------------------------------------------------------------- histc, bincount
@@ -493,7 +489,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
-    return _finish(call(_HISTC, (input,), {"bins": int(bins), "low": float(min), "high": float(max),
+    return finish_out(call(_HISTC, (input,), {"bins": int(bins), "low": float(min), "high": float(max),
                                             "edge_type": input._dtype.np_dtype}), out)
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import Tensor
+from ._api import finish_out
 from .decompositions import (
     BOTH,
     _conj,
     _eye_like,
-    _finish,
     _keep,
     _matmul,
     _real_of,
@@ -111,7 +111,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            "or 'complete'")
     check_matrix("linalg.qr", A, square=False)
-    return _finish(LinalgQR(*call(_QR, (A,), {"mode": mode})), out)
+    return finish_out(LinalgQR(*call(_QR, (A,), {"mode": mode})), out)
 
 
 # ---------------------------------------------------------------- svd
@@ -185,7 +185,7 @@ _SVD = OpDef("linalg_svd", lambda xp, a, full_matrices: tuple(xp.linalg.svd(a, f
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values descending (torch.linalg.svd)."""
     check_matrix("linalg.svd", A, square=False)
-    return _finish(LinalgSVD(*call(_SVD, (A,), {"full_matrices": bool(full_matrices)})), out)
+    return finish_out(LinalgSVD(*call(_SVD, (A,), {"full_matrices": bool(full_matrices)})), out)
 
 
 def _svdvals_backward(ctx, g):
@@ -202,7 +202,7 @@ _SVDVALS = OpDef("linalg_svdvals", lambda xp, a: xp.linalg.svd(a, compute_uv=Fal
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
     """The singular values of A, descending (torch.linalg.svdvals)."""
     check_matrix("linalg.svdvals", A, square=False)
-    return _finish(call(_SVDVALS, (A,)), out)
+    return finish_out(call(_SVDVALS, (A,)), out)
 
 
 # ---------------------------------------------------------------- eigh
@@ -238,7 +238,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices, reading one triangle (UPLO)."""
     check_matrix("linalg.eigh", A)
     _check_uplo(UPLO)
-    return _finish(LinalgEigh(*call(_EIGH, (A,), {"UPLO": UPLO})), out)
+    return finish_out(LinalgEigh(*call(_EIGH, (A,), {"UPLO": UPLO})), out)
 
 
 def _eigvalsh_backward(ctx, g):
@@ -256,7 +256,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
     """Eigenvalues (ascending) of Hermitian matrices (torch.linalg.eigvalsh)."""
     check_matrix("linalg.eigvalsh", A)
     _check_uplo(UPLO)
-    return _finish(call(_EIGVALSH, (A,), {"UPLO": UPLO}), out)
+    return finish_out(call(_EIGVALSH, (A,), {"UPLO": UPLO}), out)
 
 
 # ---------------------------------------------------------------- pinv, matrix_rank, lstsq
@@ -322,7 +322,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) 
         raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[A._dtype.name]}{{[{', '.join(map(str, A.shape))}]}}): "
                            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types")
     params = {"atol": _value(atol), "rtol": _value(rtol), "hermitian": bool(hermitian)}
-    return _finish(call(_PINV, (A,), params), out)
+    return finish_out(call(_PINV, (A,), params), out)
 
 
 def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
@@ -342,7 +342,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
     limit = _tolerance(xp, S._data, _value(atol), _value(rtol), m, n)
     count = (S._data > limit).sum(-1)
     result = Tensor._make(xp.asarray(count, dtype="int64"), dt.int64, A.device)
-    return _finish(result, out)
+    return finish_out(result, out)
 
 
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):

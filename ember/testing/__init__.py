@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ._comparison import assert_close, assert_allclose
+from ._comparison import assert_allclose, assert_close
 
 __all__ = ["assert_close", "assert_allclose"]

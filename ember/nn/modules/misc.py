@@ -15,6 +15,8 @@ __all__ = [
 
 
 class _PadNd(Module):
+    """Shared body of the padding modules: `dims` and `mode` are set by each subclass."""
+
     dims = 1
     mode = "constant"
 
@@ -30,32 +32,101 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self.mode)
 
     def extra_repr(self) -> str:
-        if self.mode == "constant" and type(self).__name__.startswith("Constant"):
-            return f"padding={self.padding}, value={self.value}"
         return f"{self.padding}"
 
 
-def _pad_class(name, dims, mode, constant=False, zero=False):
+class _ConstantPadNd(_PadNd):
     def __init__(self, padding, value: float = 0.0) -> None:
-        _PadNd.__init__(self, padding, value if constant else (0.0 if zero else None))
+        super().__init__(padding, value)
 
-    if constant:
-        init = __init__
-    else:
-        def init(self, padding) -> None:
-            _PadNd.__init__(self, padding, 0.0 if zero else None)
-    cls = type(name, (_PadNd,), {"dims": dims, "mode": mode, "__init__": init})
-    if zero:
-        cls.extra_repr = lambda self: f"{self.padding}"
-    globals()[name] = cls
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
 
 
-for _dims in (1, 2, 3):
-    _pad_class(f"ConstantPad{_dims}d", _dims, "constant", constant=True)
-    _pad_class(f"ZeroPad{_dims}d", _dims, "constant", zero=True)
-    _pad_class(f"ReflectionPad{_dims}d", _dims, "reflect")
-    _pad_class(f"ReplicationPad{_dims}d", _dims, "replicate")
-    _pad_class(f"CircularPad{_dims}d", _dims, "circular")
+class _ZeroPadNd(_PadNd):
+    def __init__(self, padding) -> None:
+        super().__init__(padding, 0.0)
+
+
+class _ReflectionPadNd(_PadNd):
+    mode = "reflect"
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding)
+
+
+class _ReplicationPadNd(_PadNd):
+    mode = "replicate"
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding)
+
+
+class _CircularPadNd(_PadNd):
+    mode = "circular"
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding)
+
+
+class ConstantPad1d(_ConstantPadNd):
+    dims = 1
+
+
+class ConstantPad2d(_ConstantPadNd):
+    dims = 2
+
+
+class ConstantPad3d(_ConstantPadNd):
+    dims = 3
+
+
+class ZeroPad1d(_ZeroPadNd):
+    dims = 1
+
+
+class ZeroPad2d(_ZeroPadNd):
+    dims = 2
+
+
+class ZeroPad3d(_ZeroPadNd):
+    dims = 3
+
+
+class ReflectionPad1d(_ReflectionPadNd):
+    dims = 1
+
+
+class ReflectionPad2d(_ReflectionPadNd):
+    dims = 2
+
+
+class ReflectionPad3d(_ReflectionPadNd):
+    dims = 3
+
+
+class ReplicationPad1d(_ReplicationPadNd):
+    dims = 1
+
+
+class ReplicationPad2d(_ReplicationPadNd):
+    dims = 2
+
+
+class ReplicationPad3d(_ReplicationPadNd):
+    dims = 3
+
+
+class CircularPad1d(_CircularPadNd):
+    dims = 1
+
+
+class CircularPad2d(_CircularPadNd):
+    dims = 2
+
+
+class CircularPad3d(_CircularPadNd):
+    dims = 3
 
 
 class Upsample(Module):

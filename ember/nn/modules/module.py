@@ -272,7 +272,7 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             from ..._autograd.grad_mode import no_grad
@@ -328,7 +328,9 @@ class Module:
 
         device, dtype, _, non_blocking = _parse_to(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+            )
 
         def convert(t):
             if t.is_floating_point() or t.is_complex():

@@ -17,7 +17,8 @@ from ..modules.module import Module
 from . import _linalg_helpers as _helpers
 from . import parametrize
 
-__all__ = ['orthogonal', 'spectral_norm', 'weight_norm']
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
 
 def _is_orthogonal(Q, eps=None):
     n, k = (Q.size(-2), Q.size(-1))
@@ -25,16 +26,19 @@ def _is_orthogonal(Q, eps=None):
     eps = 10.0 * n * ember.finfo(Q.dtype).eps
     return bool(((Q.mH @ Q - Id).abs() <= eps + 1e-05 * Id.abs()).all())
 
+
 def _make_orthogonal(A):
     X, tau = _helpers.geqrf(A)
     Q = _helpers.householder_product(X, tau)
     Q *= X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
     return Q
 
+
 class _OrthMaps(Enum):
     matrix_exp = auto()
     cayley = auto()
     householder = auto()
+
 
 class _Orthogonal(Module):
     base: Tensor
@@ -42,11 +46,11 @@ class _Orthogonal(Module):
     def __init__(self, weight, orthogonal_map: _OrthMaps, *, use_trivialization=True) -> None:
         super().__init__()
         if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
-            raise ValueError('The householder parametrization does not support complex tensors.')
+            raise ValueError("The householder parametrization does not support complex tensors.")
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
         if use_trivialization:
-            self.register_buffer('base', None)
+            self.register_buffer("base", None)
 
     def forward(self, X: Tensor) -> Tensor:
         n, k = (X.size(-2), X.size(-1))
@@ -71,7 +75,7 @@ class _Orthogonal(Module):
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
             Q = _helpers.householder_product(A, tau)
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
-        if hasattr(self, 'base'):
+        if hasattr(self, "base"):
             Q = self.base @ Q
         if transposed:
             Q = Q.mT
@@ -80,16 +84,21 @@ class _Orthogonal(Module):
     @no_grad()
     def right_inverse(self, Q: Tensor) -> Tensor:
         if Q.shape != self.shape:
-            raise ValueError(f'Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of shape {Q.shape}.')
+            raise ValueError(
+                f"Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of shape {Q.shape}."
+            )
         Q_init = Q
         n, k = (Q.size(-2), Q.size(-1))
         transpose = n < k
         if transpose:
             Q = Q.mT
             n, k = (k, n)
-        if not hasattr(self, 'base'):
+        if not hasattr(self, "base"):
             if self.orthogonal_map == _OrthMaps.cayley or self.orthogonal_map == _OrthMaps.matrix_exp:
-                raise NotImplementedError('It is not possible to assign to the matrix exponential or the Cayley parametrizations when use_trivialization=False.')
+                raise NotImplementedError(
+                    "It is not possible to assign to the matrix exponential or the Cayley parametrizations when "
+                    "use_trivialization=False."
+                )
             A, tau = _helpers.geqrf(Q)
             A.diagonal(dim1=-2, dim2=-1).sign_()
             A.diagonal(dim1=-2, dim2=-1)[tau == 0.0] *= -1
@@ -109,24 +118,29 @@ class _Orthogonal(Module):
             neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
             return neg_Id
 
-def orthogonal(module: Module, name: str='weight', orthogonal_map: str | None=None, *, use_trivialization: bool=True) -> Module:
+
+def orthogonal(
+    module: Module, name: str = "weight", orthogonal_map: str | None = None, *, use_trivialization: bool = True
+) -> Module:
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if weight.ndim < 2:
-        raise ValueError(f'Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.')
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
     if orthogonal_map is None:
-        orthogonal_map = 'matrix_exp' if weight.size(-2) == weight.size(-1) or weight.is_complex() else 'householder'
+        orthogonal_map = "matrix_exp" if weight.size(-2) == weight.size(-1) or weight.is_complex() else "householder"
     orth_enum = getattr(_OrthMaps, orthogonal_map, None)
     if orth_enum is None:
-        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: {orthogonal_map}')
+        raise ValueError(
+            f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: {orthogonal_map}'
+        )
     orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
 
-class _WeightNorm(Module):
 
-    def __init__(self, dim: int | None=0) -> None:
+class _WeightNorm(Module):
+    def __init__(self, dim: int | None = 0) -> None:
         super().__init__()
         if dim is None:
             dim = -1
@@ -140,30 +154,36 @@ class _WeightNorm(Module):
         weight_v = weight
         return (weight_g, weight_v)
 
-def weight_norm(module: Module, name: str='weight', dim: int=0):
+
+def weight_norm(module: Module, name: str = "weight", dim: int = 0):
     _weight_norm = _WeightNorm(dim)
     parametrize.register_parametrization(module, name, _weight_norm, unsafe=True)
 
-    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs) -> None:
-        g_key = f'{prefix}{name}_g'
-        v_key = f'{prefix}{name}_v'
+    def _weight_norm_compat_hook(
+        state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ) -> None:
+        g_key = f"{prefix}{name}_g"
+        v_key = f"{prefix}{name}_v"
         if g_key in state_dict and v_key in state_dict:
             original0 = state_dict.pop(g_key)
             original1 = state_dict.pop(v_key)
-            state_dict[f'{prefix}parametrizations.{name}.original0'] = original0
-            state_dict[f'{prefix}parametrizations.{name}.original1'] = original1
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = original0
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = original1
+
     module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
-class _SpectralNorm(Module):
 
-    def __init__(self, weight: Tensor, n_power_iterations: int=1, dim: int=0, eps: float=1e-12) -> None:
+class _SpectralNorm(Module):
+    def __init__(self, weight: Tensor, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12) -> None:
         super().__init__()
         ndim = weight.ndim
         if dim >= ndim or dim < -ndim:
-            raise IndexError(f'Dimension out of range (expected to be in range of [-{ndim}, {ndim - 1}] but got {dim})')
+            raise IndexError(f"Dimension out of range (expected to be in range of [-{ndim}, {ndim - 1}] but got {dim})")
         if n_power_iterations <= 0:
-            raise ValueError(f'Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}')
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+            )
         self.dim = dim if dim >= 0 else dim + ndim
         self.eps = eps
         if ndim > 1:
@@ -172,13 +192,13 @@ class _SpectralNorm(Module):
             h, w = weight_mat.size()
             u = weight_mat.new_empty(h).normal_(0, 1)
             v = weight_mat.new_empty(w).normal_(0, 1)
-            self.register_buffer('_u', F.normalize(u, dim=0, eps=self.eps))
-            self.register_buffer('_v', F.normalize(v, dim=0, eps=self.eps))
+            self.register_buffer("_u", F.normalize(u, dim=0, eps=self.eps))
+            self.register_buffer("_v", F.normalize(v, dim=0, eps=self.eps))
             self._power_method(weight_mat, 15)
 
     def _reshape_weight_to_matrix(self, weight: Tensor) -> Tensor:
         if weight.ndim <= 1:
-            raise AssertionError(f'Expected weight to have more than 1 dimension, got {weight.ndim}')
+            raise AssertionError(f"Expected weight to have more than 1 dimension, got {weight.ndim}")
         if self.dim != 0:
             weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
         return weight.flatten(1)
@@ -186,7 +206,7 @@ class _SpectralNorm(Module):
     @no_grad()
     def _power_method(self, weight_mat: Tensor, n_power_iterations: int) -> None:
         if weight_mat.ndim <= 1:
-            raise AssertionError(f'Expected weight_mat to have more than 1 dimension, got {weight_mat.ndim}')
+            raise AssertionError(f"Expected weight_mat to have more than 1 dimension, got {weight_mat.ndim}")
         for _ in range(n_power_iterations):
             self._u.copy_(F.normalize(weight_mat.mv(self._v), dim=0, eps=self.eps))
             self._v.copy_(F.normalize(weight_mat.H.mv(self._u), dim=0, eps=self.eps))
@@ -206,7 +226,10 @@ class _SpectralNorm(Module):
     def right_inverse(self, value: Tensor) -> Tensor:
         return value
 
-def spectral_norm(module: Module, name: str='weight', n_power_iterations: int=1, eps: float=1e-12, dim: int | None=None) -> Module:
+
+def spectral_norm(
+    module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim: int | None = None
+) -> Module:
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")

@@ -12,7 +12,14 @@ from .. import functional as F
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
 
-__all__ = ['SpectralNorm', 'SpectralNormLoadStateDictPreHook', 'SpectralNormStateDictHook', 'spectral_norm', 'remove_spectral_norm']
+__all__ = [
+    "SpectralNorm",
+    "SpectralNormLoadStateDictPreHook",
+    "SpectralNormStateDictHook",
+    "spectral_norm",
+    "remove_spectral_norm",
+]
+
 
 class SpectralNorm:
     _version: int = 1
@@ -21,11 +28,13 @@ class SpectralNorm:
     n_power_iterations: int
     eps: float
 
-    def __init__(self, name: str='weight', n_power_iterations: int=1, dim: int=0, eps: float=1e-12) -> None:
+    def __init__(self, name: str = "weight", n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12) -> None:
         self.name = name
         self.dim = dim
         if n_power_iterations <= 0:
-            raise ValueError(f'Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}')
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+            )
         self.n_power_iterations = n_power_iterations
         self.eps = eps
 
@@ -37,9 +46,9 @@ class SpectralNorm:
         return weight_mat.reshape(height, -1)
 
     def compute_weight(self, module: Module, do_power_iteration: bool) -> Tensor:
-        weight = getattr(module, self.name + '_orig')
-        u = getattr(module, self.name + '_u')
-        v = getattr(module, self.name + '_v')
+        weight = getattr(module, self.name + "_orig")
+        u = getattr(module, self.name + "_u")
+        v = getattr(module, self.name + "_v")
         weight_mat = self.reshape_weight_to_matrix(weight)
         if do_power_iteration:
             with no_grad():
@@ -57,58 +66,67 @@ class SpectralNorm:
         with no_grad():
             weight = self.compute_weight(module, do_power_iteration=False)
         delattr(module, self.name)
-        delattr(module, self.name + '_u')
-        delattr(module, self.name + '_v')
-        delattr(module, self.name + '_orig')
+        delattr(module, self.name + "_u")
+        delattr(module, self.name + "_v")
+        delattr(module, self.name + "_orig")
         module.register_parameter(self.name, Parameter(weight.detach()))
 
     def __call__(self, module: Module, inputs) -> None:
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
 
     def _solve_v_and_rescale(self, weight_mat, u, target_sigma):
-        v = ember.linalg.multi_dot([weight_mat.t().mm(weight_mat).pinverse(), weight_mat.t(), u.unsqueeze(1)]).squeeze(1)
+        v = ember.linalg.multi_dot([weight_mat.t().mm(weight_mat).pinverse(), weight_mat.t(), u.unsqueeze(1)]).squeeze(
+            1
+        )
         return v.mul_(target_sigma / ember.dot(u, ember.mv(weight_mat, v)))
 
     @staticmethod
-    def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float) -> 'SpectralNorm':
+    def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float) -> SpectralNorm:
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
-                raise RuntimeError(f'Cannot register two spectral_norm hooks on the same parameter {name}')
+                raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
         weight = module._parameters[name]
         if weight is None:
-            raise ValueError(f'`SpectralNorm` cannot be applied as parameter `{name}` is None')
+            raise ValueError(f"`SpectralNorm` cannot be applied as parameter `{name}` is None")
         if isinstance(weight, UninitializedParameter):
-            raise ValueError("The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure to run the dummy forward before applying spectral normalization")
+            raise ValueError(
+                "The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure to run the dummy "
+                "forward before applying spectral normalization"
+            )
         with no_grad():
             weight_mat = fn.reshape_weight_to_matrix(weight)
             h, w = weight_mat.size()
             u = F.normalize(weight.new_empty(h).normal_(0, 1), dim=0, eps=fn.eps)
             v = F.normalize(weight.new_empty(w).normal_(0, 1), dim=0, eps=fn.eps)
         delattr(module, fn.name)
-        module.register_parameter(fn.name + '_orig', weight)
+        module.register_parameter(fn.name + "_orig", weight)
         setattr(module, fn.name, weight.data)
-        module.register_buffer(fn.name + '_u', u)
-        module.register_buffer(fn.name + '_v', v)
+        module.register_buffer(fn.name + "_u", u)
+        module.register_buffer(fn.name + "_v", v)
         module.register_forward_pre_hook(fn)
         module._register_state_dict_hook(SpectralNormStateDictHook(fn))
         module._register_load_state_dict_pre_hook(SpectralNormLoadStateDictPreHook(fn))
         return fn
 
-class SpectralNormLoadStateDictPreHook:
 
+class SpectralNormLoadStateDictPreHook:
     def __init__(self, fn) -> None:
         self.fn = fn
 
     def __call__(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs) -> None:
         fn = self.fn
-        version = local_metadata.get('spectral_norm', {}).get(fn.name + '.version', None)
+        version = local_metadata.get("spectral_norm", {}).get(fn.name + ".version", None)
         if version is None or version < 1:
             weight_key = prefix + fn.name
-            if version is None and all((weight_key + s in state_dict for s in ('_orig', '_u', '_v'))) and (weight_key not in state_dict):
+            if (
+                version is None
+                and all(weight_key + s in state_dict for s in ("_orig", "_u", "_v"))
+                and (weight_key not in state_dict)
+            ):
                 return
             has_missing_keys = False
-            for suffix in ('_orig', '', '_u'):
+            for suffix in ("_orig", "", "_u"):
                 key = weight_key + suffix
                 if key not in state_dict:
                     has_missing_keys = True
@@ -117,28 +135,31 @@ class SpectralNormLoadStateDictPreHook:
             if has_missing_keys:
                 return
             with no_grad():
-                weight_orig = state_dict[weight_key + '_orig']
+                weight_orig = state_dict[weight_key + "_orig"]
                 weight = state_dict.pop(weight_key)
                 sigma = (weight_orig / weight).mean()
                 weight_mat = fn.reshape_weight_to_matrix(weight_orig)
-                u = state_dict[weight_key + '_u']
+                u = state_dict[weight_key + "_u"]
                 v = fn._solve_v_and_rescale(weight_mat, u, sigma)
-                state_dict[weight_key + '_v'] = v
+                state_dict[weight_key + "_v"] = v
+
 
 class SpectralNormStateDictHook:
-
     def __init__(self, fn) -> None:
         self.fn = fn
 
     def __call__(self, module, state_dict, prefix, local_metadata) -> None:
-        if 'spectral_norm' not in local_metadata:
-            local_metadata['spectral_norm'] = {}
-        key = self.fn.name + '.version'
-        if key in local_metadata['spectral_norm']:
+        if "spectral_norm" not in local_metadata:
+            local_metadata["spectral_norm"] = {}
+        key = self.fn.name + ".version"
+        if key in local_metadata["spectral_norm"]:
             raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
-        local_metadata['spectral_norm'][key] = self.fn._version
+        local_metadata["spectral_norm"][key] = self.fn._version
 
-def spectral_norm(module: Module, name: str='weight', n_power_iterations: int=1, eps: float=1e-12, dim: int | None=None) -> Module:
+
+def spectral_norm(
+    module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim: int | None = None
+) -> Module:
     if dim is None:
         from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 
@@ -149,7 +170,8 @@ def spectral_norm(module: Module, name: str='weight', n_power_iterations: int=1,
     SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
     return module
 
-def remove_spectral_norm(module: Module, name: str='weight') -> Module:
+
+def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)

@@ -142,7 +142,8 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict, tie_weig
         if missing:
             messages.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
         if messages:
-            raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(module._get_name(), "\n\t".join(messages)))
+            details = "\n\t".join(messages)
+            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t{details}")
     originals: dict = {}
     try:
         originals, _ = accessor.swap_tensors_dict(untied, allow_missing=True)

@@ -10,7 +10,8 @@ from ..parameter import Parameter, UninitializedParameter
 from ._linalg_helpers import norm_except_dim
 from ._linalg_helpers import weight_norm as _weight_norm
 
-__all__ = ['WeightNorm', 'weight_norm', 'remove_weight_norm']
+__all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
+
 
 class WeightNorm:
     name: str
@@ -22,26 +23,33 @@ class WeightNorm:
         self.name = name
         self.dim = dim
 
-    def compute_weight(self, module: Module) :
-        g = getattr(module, self.name + '_g')
-        v = getattr(module, self.name + '_v')
+    def compute_weight(self, module: Module):
+        g = getattr(module, self.name + "_g")
+        v = getattr(module, self.name + "_v")
         return _weight_norm(v, g, self.dim)
 
     @staticmethod
-    def apply(module, name: str, dim: int) -> 'WeightNorm':
-        warnings.warn('`torch.nn.utils.weight_norm` is deprecated in favor of `torch.nn.utils.parametrizations.weight_norm`.', FutureWarning, stacklevel=3)
+    def apply(module, name: str, dim: int) -> WeightNorm:
+        warnings.warn(
+            "`torch.nn.utils.weight_norm` is deprecated in favor of `torch.nn.utils.parametrizations.weight_norm`.",
+            FutureWarning,
+            stacklevel=3,
+        )
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f'Cannot register two weight_norm hooks on the same parameter {name}')
+                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         if dim is None:
             dim = -1
         fn = WeightNorm(name, dim)
         weight = getattr(module, name)
         if isinstance(weight, UninitializedParameter):
-            raise ValueError("The module passed to `WeightNorm` can't have uninitialized parameters. Make sure to run the dummy forward before applying weight normalization")
+            raise ValueError(
+                "The module passed to `WeightNorm` can't have uninitialized parameters. Make sure to run the dummy "
+                "forward before applying weight normalization"
+            )
         del module._parameters[name]
-        module.register_parameter(name + '_g', Parameter(norm_except_dim(weight, 2, dim).data))
-        module.register_parameter(name + '_v', Parameter(weight.data))
+        module.register_parameter(name + "_g", Parameter(norm_except_dim(weight, 2, dim).data))
+        module.register_parameter(name + "_v", Parameter(weight.data))
         setattr(module, name, fn.compute_weight(module))
         module.register_forward_pre_hook(fn)
         return fn
@@ -49,18 +57,20 @@ class WeightNorm:
     def remove(self, module: Module) -> None:
         weight = self.compute_weight(module)
         delattr(module, self.name)
-        del module._parameters[self.name + '_g']
-        del module._parameters[self.name + '_v']
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
         setattr(module, self.name, Parameter(weight.data))
 
     def __call__(self, module: Module, inputs) -> None:
         setattr(module, self.name, self.compute_weight(module))
 
-def weight_norm(module: Module, name: str='weight', dim: int=0) -> Module:
+
+def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
     WeightNorm.apply(module, name, dim)
     return module
 
-def remove_weight_norm(module: Module, name: str='weight') -> Module:
+
+def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)

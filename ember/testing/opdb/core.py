@@ -187,7 +187,9 @@ def compare(actual, expected, dtype: str, tolerances: dict | None = None, path: 
     if not hasattr(expected, "dtype") or not hasattr(expected, "shape"):
         assert actual == expected or (actual != actual and expected != expected), f"{path}: {actual} != {expected}"
         return
-    assert tuple(actual.shape) == tuple(expected.shape), f"{path}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert tuple(actual.shape) == tuple(expected.shape), (
+        f"{path}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    )
     actual_dtype = str(actual.dtype).split(".")[-1]
     expected_dtype = str(expected.dtype).split(".")[-1]
     assert actual_dtype == expected_dtype, f"{path}: dtype {actual_dtype} != {expected_dtype}"
