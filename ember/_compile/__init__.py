@@ -1,8 +1,9 @@
 """ember.compile: capture by tracing, fuse pointwise chains into generated kernels, replay.
 
 graph.py (IR), tracer.py (capture and graph breaks), fusion.py + lowering.py (groups and their micro-IR),
-codegen.py (C and NumPy printers, disk cache), printing.py (graph code), runtime.py (fused ops, replay),
-frontend.py (guards, cache, recompiles, explain).  See docs/compile.md.
+autodiff.py (backward kernels of groups), codegen.py (C and NumPy printers, disk cache), printing.py (graph
+code), runtime.py (fused ops, replay), symbolic.py (size-generic graphs), frontend.py (guards, cache, recompiles,
+explain).  See docs/compile.md.
 """
 
 from .config import config

@@ -97,7 +97,8 @@ class CPrinter:
         steps = {s[1]: s for s in kernel.steps}
         if kernel.flat:
             lines.append("    long n = R * K;")
-            lines += ["    " + _c_step(s, True) for s in kernel.steps if s[0] == "load" and s[2] == "row"]
+            # scalar loads, and math on them only (derivative formulas make some), are hoisted out of the loop
+            lines += ["    " + _c_step(s, True) for s in kernel.steps if s[0] in ("load", "op") and s[2] == "row"]
             lines.append(f"    #pragma omp parallel for simd if(n > {PARALLEL_THRESHOLD}) schedule(static)")
             lines.append("    for (long i = 0; i < n; i++) {")
             needed = _elem_closure(steps, [name for name, _ in kernel.outputs])
@@ -269,7 +270,8 @@ class NumpyPrinter:
             else:
                 _, name, kind, source, divide = step
                 function = {"max": "np.max", "sum": "np.mean" if divide else "np.sum"}[kind]
-                lines.append(f"    {name} = {function}({source}, axis=-1, keepdims=True)")
+                # a source that only varies per row (a backward's broadcast gradient) still sums K terms
+                lines.append(f"    {name} = {function}(np.broadcast_to({source}, (R, K)), axis=-1, keepdims=True)")
         outs = []
         for name, level in kernel.outputs:
             shape = "(R, K)" if level == "elem" else "(R, 1)"

@@ -23,7 +23,7 @@ from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
-from . import codegen
+from . import codegen, symbolic
 from .config import config
 from .graph import map_structure
 from .runtime import CompiledGraph
@@ -86,6 +86,9 @@ class CompiledFunction:
         self.gave_up = False
         self.last_reason = None
         self.graph_breaks: list[BreakReason] = []
+        self.generic: list = []  # (key pattern, entry): size-generic graphs (symbolic.py)
+        self.dynamic_status = ""  # why the last shape change did or did not give a size-generic graph
+        self.captures = 0
         functools.update_wrapper(self, fn, updated=())
         _all_compiled.add(self)
 
@@ -172,11 +175,20 @@ class CompiledFunction:
                 return entry(args, kwargs)
             del self.cache[key]
             reason, shape_only = "a parameter or closure tensor changed shape, dtype or requires_grad", False
+        if self.generic and self.dynamic is not False:
+            for pattern, generic_entry in self.generic:
+                if symbolic.match(pattern, key) is not None and generic_entry.externals_ok():
+                    self.cache[key] = generic_entry  # this size replays the size-generic graph, no trace
+                    return generic_entry(args, kwargs)
         if self.gave_up:
             return self.fn(*args, **kwargs)
         key, labels = self._walk(args, kwargs, True)
         if reason is None and self.cache:
             reason, shape_only = self._failed_guard(key, labels)
+        previous = None
+        if reason is not None and shape_only and self.dynamic is not False:
+            newest = next(reversed(self.cache))
+            previous = (newest, self.cache[newest])
         if reason is not None:
             counts = not (shape_only and self.dynamic is not False)
             self.recompiles += counts
@@ -192,9 +204,10 @@ class CompiledFunction:
                     "It runs eagerly for new inputs from now on (ember.compiler.reset() to start over).",
                     RuntimeWarning, stacklevel=2)
                 return self.fn(*args, **kwargs)
-        return self._capture(key, labels, args, kwargs)
+        return self._capture(key, labels, args, kwargs, previous)
 
-    def _capture(self, key, labels, args, kwargs):
+    def _capture(self, key, labels, args, kwargs, previous=None):
+        self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         entry_mode = state.enabled
         with tracer:
@@ -210,13 +223,46 @@ class CompiledFunction:
             graph = tracer.graph
             graph.mutations = tracer.mutations
             graph.entry_grad_enabled = entry_mode
-            compiled = CompiledGraph(graph, self.options)
+            signature = symbolic.signature(graph)
+            compiled, pattern = None, None
+            if previous is not None:
+                compiled, pattern = self._compile_generic(graph, signature, previous, key, labels)
+            if compiled is None:
+                compiled = CompiledGraph(graph, self.options)
             externals = tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad)
                               for n in graph.nodes if n.kind == "external")
             entry = _Entry(compiled, externals=externals, structure=graph.output.structure)
+            entry.signature = signature
+            if pattern is not None:
+                self.generic.append((pattern, entry))
         self.cache[key] = entry
         self.labels[key] = labels
         return result
+
+    def _compile_generic(self, graph, signature, previous, key, labels):
+        """A size-generic CompiledGraph and its key pattern, or (None, None) with the reason logged."""
+        old_key, old_entry = previous
+        old_signature = getattr(old_entry, "signature", None)
+        try:
+            if old_signature is None:
+                raise symbolic.NotGeneric("the previous size ran eagerly (a graph break)")
+            sizes = symbolic.batch_sizes(old_key, key, labels)
+            pattern = symbolic.key_pattern(old_key, key, labels, sizes)
+            symbolic.generalize(old_signature, signature, sizes)
+            graph.generic = True
+            compiled = CompiledGraph(graph, self.options)
+        except symbolic.NotGeneric as why:
+            graph.generic = False
+            for node in graph.nodes:  # forget the annotations: this graph is compiled for its sizes only
+                node.symbolic_params = None
+                for value in node.results:
+                    value.symbolic_shape = None
+            self.dynamic_status = f"not size-generic ({why}): a graph per size"
+            codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
+            return None, None
+        self.dynamic_status = f"size-generic graph, batch dim B ({sizes.B1} -> {sizes.B2})"
+        codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
+        return compiled, pattern
 
     # ------------------------------------------------------------ inspection
     @property
@@ -233,6 +279,9 @@ class CompiledFunction:
         self.recompiles = 0
         self.gave_up = False
         self.graph_breaks.clear()
+        self.generic.clear()
+        self.dynamic_status = ""
+        self.captures = 0
 
     def __get__(self, instance, owner):
         """Decorating a method: bind like a function would."""

@@ -234,108 +234,145 @@ class Kernel:
         return f"{self.name}: R={self.R} K={self.K} args={[(i, k) for i, k, _ in self.args]}"
 
 
-def build_kernel(group: FusionGroup, name: str, users) -> Kernel:
-    """Lower a group's nodes to steps; decide its inputs and outputs."""
-    ctype = "float" if group.dtype.name == "float32" else "double"
-    suffix = "f" if ctype == "float" else ""
-    kernel = Kernel(name, ctype, group.R, group.K)
+class KernelBuilder:
+    """Appends steps to a kernel: loads of the group's inputs (by kind), pointwise ops, row reductions.
 
+    Also the emitter the derivative formulas write with (`op`, `lit`): an op's level is the highest of its
+    operands' levels (an elem temporary, else row)."""
+
+    def __init__(self, group: FusionGroup, kernel: Kernel, inputs: list) -> None:
+        self.group = group
+        self.kernel = kernel
+        self.inputs = inputs  # the Values the kernel's arrays stand for (appended to by the forward lowering)
+        self.suffix = "f" if kernel.ctype == "float" else ""
+        self.levels: dict = {}  # temp -> "elem" | "row"
+        self.loads: dict = {}
+        self.counter = 0
+
+    @staticmethod
     def lit(x):
-        return lowering.c_literal(x, "T")
+        return ("literal", x)
 
-    env: dict = {}  # id(Value) -> (temp, level)
-    loads: dict = {}
-    counter = [0]
+    def temp(self, prefix="t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
 
-    def temp(prefix="t"):
-        counter[0] += 1
-        return f"{prefix}{counter[0]}"
-
-    def load(value, level):
-        if group.produces(value):
-            return env[id(value)][0]
-        if value not in group.inputs:
-            group.inputs.append(value)
-        input_index = group.inputs.index(value)
-        kind = _input_kind(group, value.shape, level)
+    def load_index(self, input_index: int, kind: str, arg_ctype: str = "T") -> str:
         key = (input_index, kind)
-        if key in loads:
-            return loads[key]
-        arg_ctype = "unsigned char" if value.dtype.name == "bool" else "T"
-        kernel.args.append((input_index, kind, arg_ctype))
-        name = temp("in")
-        kernel.steps.append(("load", name, "row" if kind in ("row", "scalar") else "elem", len(kernel.args) - 1, kind))
-        loads[key] = name
+        if key in self.loads:
+            return self.loads[key]
+        self.kernel.args.append((input_index, kind, arg_ctype))
+        name = self.temp("in")
+        level = "row" if kind in ("row", "scalar") else "elem"
+        self.kernel.steps.append(("load", name, level, len(self.kernel.args) - 1, kind))
+        self.levels[name] = level
+        self.loads[key] = name
         return name
 
-    def operand(arg, level):
+    def load(self, value, level, env) -> str:
+        if self.group.produces(value):
+            return env[id(value)][0]
+        if value not in self.inputs:
+            self.inputs.append(value)
+        kind = _input_kind(self.group, value.shape, level)
+        return self.load_index(self.inputs.index(value), kind, "unsigned char" if value.dtype.name == "bool" else "T")
+
+    def operand(self, arg, level, env):
         if isinstance(arg, Value):
-            return load(arg, level)
+            return self.load(arg, level, env)
         return None if arg is None else ("literal", arg)
 
-    def emit_op(level, c_fn, np_fn, operands, params):
-        c_args = [lit(o[1]) if isinstance(o, tuple) else o for o in operands]
+    def emit(self, level, c_fn, np_fn, operands, params) -> str:
+        c_args = [lowering.c_literal(o[1], "T") if isinstance(o, tuple) else o for o in operands]
         np_args = [_np_literal(o[1]) if isinstance(o, tuple) else o for o in operands]
-        name = temp()
+        name = self.temp()
         deps = [o for o in operands if isinstance(o, str)]
-        kernel.steps.append(("op", name, level, c_fn(c_args, params, suffix, lit), np_fn(np_args, params), deps))
+        self.kernel.steps.append(("op", name, level, c_fn(c_args, params, self.suffix, lambda x: lowering.c_literal(
+            x, "T")), np_fn(np_args, params), deps))
+        self.levels[name] = level
         return name
 
-    def reduce(kind, source, divide):
-        name = temp("r")
-        kernel.steps.append(("reduce", name, kind, source, divide))
+    def reduce(self, kind, source, divide) -> str:
+        name = self.temp("r")
+        self.kernel.steps.append(("reduce", name, kind, source, divide))
+        self.levels[name] = "row"
         return name
 
-    def pointwise(op_name, level, operands, params=None):
-        c_fn, np_fn = lowering.POINTWISE[op_name]
-        return emit_op(level, c_fn, np_fn, operands, params or {})
+    def pointwise(self, op_name, level, operands, params=None) -> str:
+        c_fn, np_fn = (lowering.POINTWISE.get(op_name) or lowering.HELPERS[op_name])[:2]
+        return self.emit(level, c_fn, np_fn, operands, params or {})
 
+    def op(self, op_name, *operands, **params) -> str:
+        """The derivative formulas' emitter: the level follows the operands."""
+        level = "elem" if any(self.levels.get(o) == "elem" for o in operands if isinstance(o, str)) else "row"
+        return self.pointwise(op_name, level, list(operands), params)
+
+
+def lower_forward(builder: KernelBuilder, group: FusionGroup) -> tuple[dict, dict]:
+    """Steps for the group's nodes; returns (env: id(Value) -> (temp, level), extras: id(node) -> temps)."""
+    env: dict = {}
+    extras: dict = {}
+    b = builder
     for node in group.nodes:
         kind = kind_of(node)
         if kind == "pointwise":
             level = group.level_of(node.results[0].shape)
-            operands = [operand(a, level) for a in node.args]
-            name = pointwise(node.op.name, level, operands, node.params)
+            operands = [b.operand(a, level, env) for a in node.args]
+            name = b.pointwise(node.op.name, level, operands, node.params)
             env[id(node.results[0])] = (name, level)
         elif kind == "reduce":
-            source = operand(node.args[0], "elem")
+            source = b.operand(node.args[0], "elem", env)
             reduction = lowering.REDUCTIONS[node.op.name]
-            name = reduce("max" if reduction == "max" else "sum", source, reduction == "mean")
+            name = b.reduce("max" if reduction == "max" else "sum", source, reduction == "mean")
             env[id(node.results[0])] = (name, "row")
+            extras[id(node)] = {"source": source}
         elif node.op.name in ("softmax", "log_softmax"):
-            x = operand(node.args[0], "elem")
-            peak = reduce("max", x, False)
-            shifted = pointwise("sub", "elem", [x, peak])
-            exps = pointwise("exp", "elem", [shifted])
-            total = reduce("sum", exps, False)
+            x = b.operand(node.args[0], "elem", env)
+            peak = b.reduce("max", x, False)
+            shifted = b.pointwise("sub", "elem", [x, peak])
+            exps = b.pointwise("exp", "elem", [shifted])
+            total = b.reduce("sum", exps, False)
             if node.op.name == "softmax":
-                out = pointwise("div", "elem", [exps, total])
+                out = b.pointwise("div", "elem", [exps, total])
             else:
-                out = pointwise("sub", "elem", [shifted, pointwise("log", "row", [total])])
+                out = b.pointwise("sub", "elem", [shifted, b.pointwise("log", "row", [total])])
             env[id(node.results[0])] = (out, "elem")
         else:  # native_layer_norm
-            x = operand(node.args[0], "elem")
-            mean = reduce("sum", x, True)
-            centered = pointwise("sub", "elem", [x, mean])
-            var = reduce("sum", pointwise("mul", "elem", [centered, centered]), True)
-            rstd = pointwise("rsqrt", "row", [pointwise("add", "row", [var, ("literal", node.params["eps"])])])
-            y = pointwise("mul", "elem", [centered, rstd])
+            x = b.operand(node.args[0], "elem", env)
+            mean = b.reduce("sum", x, True)
+            centered = b.pointwise("sub", "elem", [x, mean])
+            var = b.reduce("sum", b.pointwise("mul", "elem", [centered, centered]), True)
+            rstd = b.pointwise("rsqrt", "row", [b.pointwise("add", "row", [var, ("literal", node.params["eps"])])])
+            y = b.pointwise("mul", "elem", [centered, rstd])
+            extras[id(node)] = {"centered": centered, "rstd": rstd, "y_normalized": y}
             if node.args[1] is not None:
-                y = pointwise("mul", "elem", [y, operand(node.args[1], "elem")])
+                y = b.pointwise("mul", "elem", [y, b.operand(node.args[1], "elem", env)])
             if node.args[2] is not None:
-                y = pointwise("add", "elem", [y, operand(node.args[2], "elem")])
+                y = b.pointwise("add", "elem", [y, b.operand(node.args[2], "elem", env)])
             for value, (name, level) in zip(node.results, ((y, "elem"), (mean, "row"), (rstd, "row"))):
                 env[id(value)] = (name, level)
+    return env, extras
+
+
+def build_kernel(group: FusionGroup, name: str, users) -> Kernel:
+    """Lower a group's nodes to steps; decide its inputs and outputs."""
+    ctype = "float" if group.dtype.name == "float32" else "double"
+    kernel = Kernel(name, ctype, group.R, group.K)
+    env, _ = lower_forward(KernelBuilder(group, kernel, group.inputs), group)
     for node in group.nodes:
         for value in node.results:
             if any(id(u) not in group.members for u in users.get(value, ())):
                 group.outputs.append(value)
                 kernel.outputs.append(env[id(value)])
+    finish_kernel(kernel)
+    group.kernel = kernel
+    return kernel
+
+
+def finish_kernel(kernel: Kernel) -> None:
     kernel.flat = (not any(s[0] == "reduce" for s in kernel.steps)
                    and all(k in ("full", "scalar") for _, k, _ in kernel.args)
                    and all(level == "elem" for _, level in kernel.outputs))
-    group.kernel = kernel
-    return kernel
 
 
 def _np_literal(value) -> str:

@@ -29,6 +29,8 @@ class Value:
     dtype: object
     device: object
     name: str = ""
+    requires_grad: bool = False  # at capture (guards keep it fixed for the graph)
+    symbolic_shape: tuple = None  # dims as ints or Batch(m) (a size-generic graph), else None
 
     def __repr__(self) -> str:
         return self.name
@@ -48,6 +50,7 @@ class Node:
     tensor: object = None  # external: the tensor object
     group: object = None  # fused: the FusionGroup
     structure: object = None  # output: the return structure with Values in it
+    symbolic_params: object = None  # a size-generic graph: params with Batch(m) markers (symbolic.py)
 
 
 def iter_values(structure):
@@ -98,7 +101,8 @@ class Graph:
         values = []
         for index, tensor in enumerate(tensors):
             name = node.name if len(tensors) == 1 else f"{node.name}_{index}"
-            values.append(Value(node, index, tuple(tensor._data.shape), tensor._dtype, tensor._device, name))
+            values.append(Value(node, index, tuple(tensor._data.shape), tensor._dtype, tensor._device, name,
+                                bool(tensor._requires_grad)))
         node.results = values
         return values
 

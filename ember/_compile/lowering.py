@@ -88,6 +88,138 @@ POINTWISE = {
              lambda a, p: f"({a[0]} + {a[2]} * ({a[1]} - {a[0]}))"),
 }
 
+# ---------------------------------------------------------------- derivatives
+#
+# DERIVATIVES[name](d, g, args, out, params) -> one gradient contribution per operand (None: no gradient).
+# They are written with the emitter `d` (d.op(name, *operands, **params), d.lit(x)), whose ops are the
+# POINTWISE/HELPERS formulas above: so one derivative prints through every printer.  `g` is the output's
+# gradient, `args` the operands (temporaries, ("literal", x) or None), `out` the op's result temporary.
+# They mirror ember's eager backward formulas (ember/_ops/elementwise.py, nn_ops.py) operation for operation.
+
+HELPERS = {
+    "gt": (lambda a, p, f, lit: f"(T)({a[0]} > {a[1]})", lambda a, p: f"({a[0]} > {a[1]})"),
+    "lt": (lambda a, p, f, lit: f"(T)({a[0]} < {a[1]})", lambda a, p: f"({a[0]} < {a[1]})"),
+    "ge": (lambda a, p, f, lit: f"(T)({a[0]} >= {a[1]})", lambda a, p: f"({a[0]} >= {a[1]})"),
+    "eq": (lambda a, p, f, lit: f"(T)({a[0]} == {a[1]})", lambda a, p: f"({a[0]} == {a[1]})"),
+    "logical_and": (lambda a, p, f, lit: f"(T)({a[0]} != 0 && {a[1]} != 0)",
+                    lambda a, p: f"np.logical_and({a[0]}, {a[1]})"),
+    "div_K": (lambda a, p, f, lit: f"({a[0]} / (T)K)", lambda a, p: f"({a[0]} / K)"),
+    "zero": (lambda a, p, f, lit: "((T)0)", lambda a, p: "0.0"),
+}
+
+
+def _where(d, cond, a, b):
+    return d.op("where", cond, a, b)
+
+
+def _d_add(d, g, a, out, p):
+    alpha = p.get("alpha", 1)
+    return [g, g if alpha == 1 else d.op("mul", g, d.lit(alpha))]
+
+
+def _d_sub(d, g, a, out, p):
+    alpha = p.get("alpha", 1)
+    return [g, d.op("neg", g) if alpha == 1 else d.op("mul", g, d.lit(-alpha))]
+
+
+def _d_gelu(d, g, a, out, p):
+    x = a[0]
+    if p.get("approximate", "none") == "tanh":
+        inner = d.op("mul", d.lit(SQRT_2_OVER_PI),
+                     d.op("add", x, d.op("mul", d.lit(0.044715), d.op("mul", x, d.op("mul", x, x)))))
+        t = d.op("tanh", inner)
+        d_inner = d.op("mul", d.lit(SQRT_2_OVER_PI), d.op("add", d.lit(1.0), d.op("mul", d.lit(3 * 0.044715),
+                                                                                    d.op("mul", x, x))))
+        left = d.op("mul", d.lit(0.5), d.op("add", d.lit(1.0), t))
+        right = d.op("mul", d.op("mul", d.op("mul", d.lit(0.5), x), d.op("sub", d.lit(1.0), d.op("mul", t, t))),
+                     d_inner)
+        return [d.op("mul", g, d.op("add", left, right))]
+    cdf = d.op("mul", d.lit(0.5), d.op("add", d.lit(1.0), d.op("erf", d.op("mul", x, d.lit(SQRT1_2)))))
+    pdf = d.op("mul", d.op("exp", d.op("mul", d.lit(-0.5), d.op("mul", x, x))), d.lit(1.0 / math.sqrt(2 * math.pi)))
+    return [d.op("mul", g, d.op("add", cdf, d.op("mul", x, pdf)))]
+
+
+def _d_silu(d, g, a, out, p):
+    s = d.op("sigmoid", a[0])
+    return [d.op("mul", d.op("mul", g, s), d.op("add", d.lit(1.0), d.op("mul", a[0], d.op("sub", d.lit(1.0), s))))]
+
+
+def _d_pow(d, g, a, out, p):
+    base, exponent = a
+    if isinstance(exponent, tuple):  # a Python scalar exponent
+        value = exponent[1]
+        grad_base = None if value == 0 else d.op("mul", g, d.op("mul", exponent,
+                                                                 d.op("pow", base, d.lit(value - 1))))
+        return [grad_base, None]
+    grad_base = _where(d, d.op("eq", exponent, d.lit(0.0)), d.lit(0.0),
+                       d.op("mul", g, d.op("mul", exponent, d.op("pow", base, d.op("sub", exponent, d.lit(1.0))))))
+    if isinstance(base, tuple):
+        grad_exponent = None if base[1] == 0 else d.op("mul", g, d.op("mul", out, d.op("log", base)))
+    else:
+        mask = d.op("logical_and", d.op("eq", base, d.lit(0.0)), d.op("ge", exponent, d.lit(0.0)))
+        grad_exponent = _where(d, mask, d.lit(0.0), d.op("mul", g, d.op("mul", out, d.op("log", base))))
+    return [grad_base, grad_exponent]
+
+
+def _d_max(d, g, a, out, p, chooses_self):
+    tie = d.op("eq", a[0], a[1])
+    mask = d.op(chooses_self, a[0], a[1])
+    half = d.op("div", g, d.lit(2.0))
+    return [_where(d, tie, half, _where(d, mask, g, d.lit(0.0))),
+            _where(d, tie, half, _where(d, mask, d.lit(0.0), g))]
+
+
+def _d_abs(d, g, a, out, p):
+    x = a[0]
+    sign = _where(d, d.op("gt", x, d.lit(0.0)), d.lit(1.0), _where(d, d.op("lt", x, d.lit(0.0)), d.lit(-1.0), x))
+    return [d.op("mul", g, sign)]  # sgn(x): x itself at 0 and nan, as special_math.sgn
+
+
+def _d_lerp(d, g, a, out, p):
+    start, end, weight = a
+    return [d.op("mul", g, d.op("sub", d.lit(1.0), weight)), d.op("mul", g, weight),
+            d.op("mul", g, d.op("sub", end, start))]
+
+
+DERIVATIVES = {
+    "add": _d_add,
+    "sub": _d_sub,
+    "mul": lambda d, g, a, out, p: [d.op("mul", g, a[1]), d.op("mul", g, a[0])],
+    "div": lambda d, g, a, out, p: [d.op("div", g, a[1]),
+                                    d.op("div", d.op("mul", d.op("neg", g), out), a[1])],
+    "neg": lambda d, g, a, out, p: [d.op("neg", g)],
+    "exp": lambda d, g, a, out, p: [d.op("mul", g, out)],
+    "log": lambda d, g, a, out, p: [d.op("div", g, a[0])],
+    "log1p": lambda d, g, a, out, p: [d.op("div", g, d.op("add", a[0], d.lit(1.0)))],
+    "expm1": lambda d, g, a, out, p: [d.op("mul", g, d.op("add", out, d.lit(1.0)))],
+    "sqrt": lambda d, g, a, out, p: [d.op("div", g, d.op("mul", d.lit(2.0), out))],
+    "rsqrt": lambda d, g, a, out, p: [d.op("mul", d.op("mul", d.lit(-0.5), g),
+                                             d.op("mul", out, d.op("mul", out, out)))],
+    "reciprocal": lambda d, g, a, out, p: [d.op("mul", d.op("neg", g), d.op("mul", out, out))],
+    "sin": lambda d, g, a, out, p: [d.op("mul", g, d.op("cos", a[0]))],
+    "cos": lambda d, g, a, out, p: [d.op("mul", d.op("neg", g), d.op("sin", a[0]))],
+    "tanh": lambda d, g, a, out, p: [d.op("mul", g, d.op("sub", d.lit(1.0), d.op("mul", out, out)))],
+    "sigmoid": lambda d, g, a, out, p: [d.op("mul", g, d.op("mul", out, d.op("sub", d.lit(1.0), out)))],
+    "silu": _d_silu,
+    "relu": lambda d, g, a, out, p: [d.op("mul", g, d.op("gt", out, d.lit(0.0)))],
+    "gelu": _d_gelu,
+    "erf": lambda d, g, a, out, p: [d.op("mul", d.op("mul", g, d.lit(2.0 / math.sqrt(math.pi))),
+                                           d.op("exp", d.op("neg", d.op("mul", a[0], a[0]))))],
+    "abs": _d_abs,
+    "square": lambda d, g, a, out, p: [d.op("mul", d.op("mul", d.lit(2.0), g), a[0])],
+    "pow": _d_pow,
+    "maximum": lambda d, g, a, out, p: _d_max(d, g, a, out, p, "gt"),
+    "minimum": lambda d, g, a, out, p: _d_max(d, g, a, out, p, "lt"),
+    "where": lambda d, g, a, out, p: [None, _where(d, a[0], g, d.lit(0.0)), _where(d, a[0], d.lit(0.0), g)],
+    "leaky_relu": lambda d, g, a, out, p: [_where(d, d.op("gt", a[0], d.lit(0.0)), g,
+                                                  d.op("mul", g, d.lit(p["negative_slope"])))],
+    "hardtanh": lambda d, g, a, out, p: [d.op("mul", g, d.op("logical_and", d.op("gt", a[0], d.lit(p["min_val"])),
+                                                             d.op("lt", a[0], d.lit(p["max_val"]))))],
+    "dropout": lambda d, g, a, out, p: [d.op("mul", d.op("mul", g, a[1]), d.lit(p["scale"])), None],
+    "lerp": _d_lerp,
+}
+
+
 # ops whose name is shared by differently-behaving OpDefs: only the canonical one is lowered
 _CANONICAL: dict = {}
 

@@ -39,7 +39,8 @@ def graph_code(graph: Graph) -> str:
     for node in graph.nodes:
         if node.kind in ("call", "fused"):
             args = ", ".join(_arg_text(a) for a in node.args)
-            params = ", ".join(f"{k}={v!r}" for k, v in node.params.items())
+            shown = node.symbolic_params if node.symbolic_params is not None else node.params
+            params = ", ".join(f"{k}={v!r}" for k, v in shown.items())
             meta = ", ".join(f"{v.dtype.name}{list(v.shape)}" for v in node.results)
             call = f"{node.op.name}({args}{', ' + params if params else ''})"
             comment = f"  # {meta}"
@@ -76,6 +77,9 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
             args = ", ".join(_arg_text(a) for a in node.args)
             args = f"({args},)" if len(node.args) == 1 else f"({args})"
             params = f", params_{node.name}" if node.params else ""
+            if node.symbolic_params is not None:
+                namespace[f"params_{node.name}"] = node.symbolic_params
+                params = f", _bind(params_{node.name}, B)"
             targets = ", ".join(v.name for v in node.results) + ("," if node.op.outputs > 1 and len(node.results) == 1
                                                                   else "")
             if node.op.outputs > 1 and len(node.results) > 1:
@@ -89,6 +93,13 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
             body.append(f"_state.enabled = {grad_enabled}")
             mode = grad_enabled
         body.append(f"{target.name}._inplace_from({new.name})")
+    source = getattr(graph, "batch_source", None)
+    if source is not None:  # a size-generic graph: the batch size of this call (see symbolic.py)
+        name, dim, m = source
+        body.insert(0, f"B = {name}.shape[{dim}] // {m}")
+        from .symbolic import bind
+
+        namespace["_bind"] = bind
     outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
     body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
     uses_mode = any("_state.enabled" in line for line in body)

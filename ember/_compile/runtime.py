@@ -8,12 +8,15 @@ and no backward kernel to get wrong.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dispatch
 from .._autograd.grad_mode import state
 from .._dispatch import SAVE_INPUTS, OpDef
-from . import codegen, fusion
+from .._tensor import Tensor
+from . import autodiff, codegen, fusion, symbolic
 from .graph import Graph, Node, Value, iter_values
 from .printing import runner_source
 
@@ -49,8 +52,17 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
         return [], ""
     users = graph.users()
     kernels = []
+    backwards = []
     for number, group in enumerate(groups):
         kernels.append(fusion.build_kernel(group, f"{group.name}_{number}", users))
+        backward = None
+        wanted = {index for index, value in enumerate(group.inputs) if value.requires_grad}
+        if group.grad_enabled and wanted and options.get("backward_kernels", True):
+            backward = autodiff.build_backward_kernel(group, f"{group.name}_{number}_backward", wanted)
+        backwards.append(backward)
+    kernels += [b.kernel for b in backwards if b is not None]
+    generic = getattr(graph, "generic", False)
+    spaces = [_symbolic_space(group) if generic else None for group in groups]  # NotGeneric before any change
     printer = codegen.printer_for(options)
     try:
         built, source = printer.build(kernels)
@@ -63,16 +75,39 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
         printer = codegen.NumpyPrinter()
         built, source = printer.build(kernels)
     codegen.log("output_code", source, options)
-    for group, kernel in zip(groups, kernels):
-        op = make_fused_op(group, kernel, built[kernel.name])
-        _replace(graph, group, op)
+    for group, kernel, backward, space in zip(groups, kernels, backwards, spaces):
+        if backward is not None:
+            backward.run = built[backward.kernel.name]
+        op = make_fused_op(group, kernel, built[kernel.name], backward)
+        _replace(graph, group, op, space)
     graph.nodes = _schedule(graph.nodes)
     return groups, source
 
 
-def _replace(graph: Graph, group, op) -> None:
+def _symbolic_space(group):
+    """{"L", "shapes"} of a group in a size-generic graph (None when no size in it depends on the batch)."""
+    first = group.outputs[0]
+    shape = symbolic.symbolic_shape(first)
+    L = shape[:-1] if group.level_of(first.shape) == "elem" else shape[:len(group.L)]
+    shapes = tuple(symbolic.symbolic_shape(v) for v in group.outputs)
+    for node in group.nodes:
+        if node.symbolic_params is not None:
+            raise symbolic.NotGeneric(f"{node.name}: a fused op's params depend on the batch size")
+    for value in list(group.inputs) + list(group.outputs):
+        if value.symbolic_shape is not None and len(value.shape) and isinstance(value.symbolic_shape[-1],
+                                                                                symbolic.Batch):
+            raise symbolic.NotGeneric(f"{value.name}: the batch is the last (fused row) dim")
+    if not symbolic.is_symbolic((L, shapes)):
+        return None
+    return {"L": L, "shapes": shapes}
+
+
+def _replace(graph: Graph, group, op, space=None) -> None:
     node = Node("fused", graph.fresh_name("fused_"), op=op, args=tuple(group.inputs), grad_enabled=group.grad_enabled,
                 group=group, source=group.nodes[-1].source)
+    if space is not None:
+        node.symbolic_params = space
+        node.params = symbolic.bind(space, 0)  # printed in graph.code; the runner binds the call's B
     node.results = []
     for index, value in enumerate(group.outputs):
         # the group's outputs keep their Value objects (consumers point at them); they now come from the fused node
@@ -109,39 +144,108 @@ def _schedule(nodes: list) -> list:
 # ---------------------------------------------------------------- fused ops
 
 
-def make_fused_op(group, kernel, run_kernel) -> OpDef:
+counters = {"backward_kernel": 0, "backward_recompute": 0}  # backward calls of fused groups (tests read it)
+
+
+def sum_to(array, shape: tuple):
+    """An array of the group's full (or row) shape summed back to an input's shape (a broadcast input)."""
+    if array.shape == shape:
+        return array
+    if array.size == math.prod(shape):
+        return array.reshape(shape)
+    lead = array.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and array.shape[lead + i] != 1)
+    return array.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+class _Space:
+    """A fused op's iteration space: L, R, K, the full and row shapes, the output shapes."""
+
+    __slots__ = ("L", "K", "R", "full", "row", "shapes")
+
+    def __init__(self, L: tuple, K: int, shapes) -> None:
+        self.L, self.K, self.R = L, K, math.prod(L)
+        self.full = L + (K,)
+        self.row = L + (1,)
+        self.shapes = shapes
+
+
+def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
+    """The FusedKernel op of a group.  Its params are empty (sizes baked in), or, in a size-generic graph,
+    {"L": ..., "shapes": ...} bound to the call's batch size (see symbolic.py)."""
     outputs = list(group.outputs)
-    shapes = [v.shape for v in outputs]
+    static = _Space(group.L, group.K, [v.shape for v in outputs])
     dtypes = tuple(v.dtype for v in outputs)
-    full = group.full_shape
-    row_shape = group.L + (1,)
-    R, K = group.R, group.K
+    K = group.K
     specs = kernel.args
     n_out = len(outputs)
     np_dtype = group.dtype.np_dtype
 
-    def prepare(array, kind):
+    def space_of(params):
+        return static if not params else _Space(tuple(params["L"]), K, params["shapes"])
+
+    def prepare(array, kind, space):
         if kind in ("full", "dense"):
-            if array.shape != full:
-                array = np.broadcast_to(array, full)
+            if array.shape != space.full:
+                array = np.broadcast_to(array, space.full)
             return array if array.flags.c_contiguous else np.ascontiguousarray(array)
         if kind == "row":
-            if array.shape != row_shape:
-                array = np.broadcast_to(array.reshape(array.shape + (1,)) if array.shape == group.L else array,
-                                        row_shape)
+            if array.shape != space.row:
+                array = np.broadcast_to(array.reshape(array.shape + (1,)) if array.shape == space.L else array,
+                                        space.row)
             return np.ascontiguousarray(array)
         return np.ascontiguousarray(array).reshape(-1)
 
-    def impl(xp, *arrays):
-        prepared = [prepare(arrays[index], kind) for index, kind, _ in specs]
-        results = [np.empty(shape, np_dtype) for shape in shapes]
-        run_kernel(prepared + results, R, K)
+    def impl(xp, *arrays, **params):
+        space = space_of(params)
+        prepared = [prepare(arrays[index], kind, space) for index, kind, _ in specs]
+        results = [np.empty(shape, np_dtype) for shape in space.shapes]
+        run_kernel(prepared + results, space.R, K)
         return results[0] if n_out == 1 else tuple(results)
 
+    def kernel_backward(ctx, grads):
+        """One generated kernel computes every needed input gradient (see autodiff.py)."""
+        space = space_of(ctx.params)
+        inputs = ctx.inputs
+        arrays = []
+        for index, kind, _ in backward_kernel.kernel.args:
+            if index < backward_kernel.n_inputs:
+                arrays.append(prepare(inputs[index]._data, kind, space))
+            else:
+                grad = grads[index - backward_kernel.n_inputs]._data
+                if grad.dtype != np_dtype:
+                    grad = grad.astype(np_dtype)
+                arrays.append(prepare(grad, kind, space))
+        results = [np.empty(space.full if level == "elem" else space.row, np_dtype)
+                   for _, level in backward_kernel.output_specs]
+        backward_kernel.run(arrays + results, space.R, K)
+        counters["backward_kernel"] += 1
+        totals: dict = {}
+        for (index, _), array in zip(backward_kernel.output_specs, results):
+            array = sum_to(array, inputs[index]._data.shape)
+            totals[index] = array if index not in totals else totals[index] + array
+        out = []
+        for index, (tensor, need) in enumerate(zip(inputs, ctx.needs_input_grad)):
+            if not need:
+                out.append(None)
+                continue
+            array = totals.get(index)
+            if array is None:
+                array = np.zeros(tensor._data.shape, np_dtype)
+            out.append(Tensor._make(np.ascontiguousarray(array), tensor._dtype, tensor._device))
+        return tuple(out)
+
     def backward(ctx, grads):
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        # grad mode on during backward (create_graph=True): the recompute path, whose ops are differentiable
+        if backward_kernel is not None and not state.enabled and all(
+                not need or index in backward_kernel.covered for index, need in enumerate(ctx.needs_input_grad)):
+            return kernel_backward(ctx, grads)
+        counters["backward_recompute"] += 1
         return recompute_backward(group, ctx, grads)
 
     def meta(args, params):
+        shapes = space_of(params).shapes
         return shapes[0] if n_out == 1 else tuple(shapes)
 
     op = OpDef(kernel.name, impl, backward, dtype_rule=lambda args, params: (None, dtypes[0] if n_out == 1 else dtypes),
@@ -161,7 +265,9 @@ def recompute_backward(group, ctx, grads):
     state.enabled = True
     try:
         if create_graph:
-            leaves = list(inputs)
+            # differentiable aliases, not the inputs themselves: the nested grad() then stops at this group
+            # (differentiating to the inputs directly ran the nested engine through the outer graph's nodes)
+            leaves = [x.view_as(x) if need else x for x, need in zip(inputs, needs)]
         else:
             leaves = [x.detach().requires_grad_(bool(need)) if need else x.detach() for x, need in zip(inputs, needs)]
         env = {id(v): leaf for v, leaf in zip(group.inputs, leaves)}
@@ -195,6 +301,10 @@ class CompiledGraph:
 
     def __init__(self, graph: Graph, options: dict) -> None:
         self.graph = graph
+        if getattr(graph, "generic", False):
+            graph.batch_source = symbolic.batch_source(graph)
+            if graph.batch_source is None:
+                raise symbolic.NotGeneric("no argument carries the batch dim")
         self.captured_code = graph.code
         codegen.log("graph_code", self.captured_code, options)
         self.dead = eliminate_dead_code(graph)

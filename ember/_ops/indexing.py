@@ -295,9 +295,10 @@ def _bounds(index: Tensor, size: int, dim: int, error=RuntimeError, message: str
     """The first index outside [0, size) (or [-size, size) with `negative`), with ATen's message for it."""
     if not index.numel() or isinstance(index._data, MetaArray):
         return
-    values = to_host(index._data).astype(np.int64).reshape(-1)  # host-side check (a sync on cuda)
-    bad = (values < (-size if negative else 0)) | (values >= size)
-    if bad.any():
+    values = np.asarray(to_host(index._data)).reshape(-1)  # host-side check (a sync on cuda)
+    low = -size if negative else 0
+    if values.min() < low or values.max() >= size:  # two reductions, no temporaries: the common case passes
+        bad = (values < low) | (values >= size)
         value = int(values[np.argmax(bad)])
         raise error(message.format(value=value, dim=dim, size=size)
                     or f"index {value} is out of bounds for dimension {dim} with size {size}")

@@ -1,0 +1,72 @@
+"""Size-generic graphs: after a second batch size, one graph replays for any batch size (symbolic.py)."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+
+pytestmark = pytest.mark.filterwarnings("error:ember.compile:RuntimeWarning")
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: view/reshape targets and split sizes depend on the batch size."""
+
+    def __init__(self, width=32, heads=4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(12, 32), nn.GELU(), nn.Linear(32, 32), nn.LayerNorm(32), nn.Tanh(),
+                         nn.Linear(32, 4))
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+@pytest.mark.parametrize("name", ["mlp", "block"])
+def test_one_graph_for_every_batch_size(name, dynamic):
+    ember.manual_seed(0)
+    model, shape = (_mlp(), (12,)) if name == "mlp" else (Block(), (8, 32))
+    compiled = ember.compile(model, dynamic=dynamic)
+    params = list(model.parameters())
+    for B in (2, 3, 5, 8, 3, 1):
+        x = ember.randn(B, *shape, requires_grad=True)
+        out = compiled(x)
+        expected = model(x)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+        grads = ember.autograd.grad(out.sum(), [x] + params)
+        expected_grads = ember.autograd.grad(expected.sum(), [x] + params)
+        for a, e in zip(grads, expected_grads):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-4, atol=1e-4)
+    state = compiled._compiled
+    assert state.captures == 2, state.dynamic_status  # the first size, then the size-generic graph
+    assert state.dynamic_status.startswith("size-generic"), state.dynamic_status
+    assert "B" in state.graphs[-1].code
+
+
+def test_size_dependent_literal_falls_back_to_a_graph_per_size():
+    compiled = ember.compile(lambda x: (x / x.shape[0]).exp().sum(-1))
+    for B in (2, 3, 4):
+        x = ember.randn(B, 5)
+        np.testing.assert_allclose(compiled(x).numpy(), (x / B).exp().sum(-1).numpy(), rtol=1e-6)
+    assert compiled.captures == 3
+    assert compiled.dynamic_status.startswith("not size-generic"), compiled.dynamic_status
+
+
+def test_dynamic_false_never_generalizes():
+    compiled = ember.compile(lambda x: x.tanh() * 2, dynamic=False)
+    for B in (2, 3, 4):
+        compiled(ember.randn(B, 5))
+    assert compiled.captures == 3 and not compiled.generic
