@@ -44,6 +44,8 @@ def _step_time(model, optimizer, batch: int) -> float:
     x, y = ember.randn(batch, 256), ember.randn(batch, 10)
     times = []
     for _ in range(STEPS):
+        if ember.distributed.is_initialized():
+            ember.distributed.barrier()  # steps start together, so the wait measures communication, not skew
         start = time.perf_counter()
         optimizer.zero_grad()
         ((model(x) - y) ** 2).mean().backward()
@@ -121,11 +123,14 @@ def ddp_table() -> None:
             waited[0] += time.perf_counter() - start
 
     pg.poll = timed_poll
+    configurations = {"overlap off": (False, False), "overlap on": (True, False),
+                      "overlap on + progress thread": (True, True)}
     try:
         results = {}
-        for overlap in (True, False):
+        for label, (overlap, thread) in configurations.items():
             ddp = DistributedDataParallel(_model())
             ddp._overlap = overlap
+            ddp._use_progress_thread = thread
             optimizer = ember.optim.SGD(ddp.parameters(), lr=0.01)
             waited[0] = 0.0
             step = _step_time(ddp, optimizer, BATCH)
@@ -136,15 +141,15 @@ def ddp_table() -> None:
                 original([communicator.allreduce(b.flat, "sum") for b in ddp._buckets], "bench", pg.world().timeout)
 
             alone = _time(reduce_all, 8)
-            results[overlap] = (step, exposed, alone, len(ddp._buckets))
+            results[label] = (step, exposed, alone, len(ddp._buckets))
     finally:
         pg.poll = original
     if rank == 0:
-        for overlap, (step, exposed, alone, buckets) in results.items():
+        for label, (step, exposed, alone, buckets) in results.items():
             hidden = max(0.0, 1 - exposed / alone) if alone > 0 else 0.0
-            print(f"{world} ranks DDP, batch {BATCH}/rank, overlap {'on ' if overlap else 'off'}: {step * 1e3:8.1f} "
-                  f"ms/step; all-reduce alone {alone * 1e3:.1f} ms, waited at end of backward {exposed * 1e3:.1f} ms "
-                  f"-> {hidden:.0%} hidden ({buckets} buckets)")
+            print(f"{world} ranks DDP, batch {BATCH}/rank, {label:28}: {step * 1e3:6.1f} ms/step; all-reduce alone "
+                  f"{alone * 1e3:5.1f} ms, waited at end of backward {exposed * 1e3:5.1f} ms -> {hidden:4.0%} hidden "
+                  f"({buckets} buckets)")
 
 
 def ranked_main() -> None:

@@ -11,6 +11,7 @@ Leaves that require grad end in an `AccumulateGrad` node.
 from __future__ import annotations
 
 import itertools
+import sys
 import os
 import re
 import traceback
@@ -116,6 +117,9 @@ class AccumulateGrad(Node):
     def __init__(self, variable) -> None:
         super().__init__()
         self.variable = variable
+        # As torch's (UINT64_MAX): a ready AccumulateGrad runs before anything else, so a leaf's .grad and
+        # its post-accumulate hooks (DDP's bucket all-reduce) happen as soon as its gradient is complete.
+        self._sequence_nr = sys.maxsize
 
     def apply(self, grads: list) -> list:
         grad = grads[0]

@@ -209,11 +209,10 @@ def _describe(signature) -> str:
     return f"{name}({dtype}{shape if ndim >= 0 else ''})"
 
 
-def check_signature(group: ProcessGroup, name: str, tensor=None) -> None:
-    """Raise RuntimeError naming every rank's call if the ranks of `group` disagree.  NOTE [ Signature check ]"""
-    communicator = group.communicator
-    if communicator is None or communicator.size == 1 or not checks_enabled():
-        return
+_signatures: dict = {}  # (name, dtype, shape) -> signature array: built once per distinct call (never written)
+
+
+def _signature(name: str, tensor):
     signature = np.full(3 + _MAX_DIMS + 1, -1, dtype=np.int64)
     signature[0] = zlib.crc32(name.encode()) & 0x7FFFFFFF
     if tensor is not None:
@@ -222,6 +221,20 @@ def check_signature(group: ProcessGroup, name: str, tensor=None) -> None:
         signature[2] = len(shape)
         signature[3:3 + min(len(shape), _MAX_DIMS)] = shape[:_MAX_DIMS]
         signature[-1] = zlib.crc32(repr(shape).encode()) & 0x7FFFFFFF
+    return signature
+
+
+def check_signature(group: ProcessGroup, name: str, tensor=None) -> None:
+    """Raise RuntimeError naming every rank's call if the ranks of `group` disagree.  NOTE [ Signature check ]"""
+    communicator = group.communicator
+    if communicator is None or communicator.size == 1 or not checks_enabled():
+        return
+    key = (name, None) if tensor is None else (name, tensor.dtype.name, tuple(tensor.shape))
+    signature = _signatures.get(key)
+    if signature is None:
+        signature = _signature(name, tensor)
+        if len(_signatures) < 4096:
+            _signatures[key] = signature
     everyone = np.empty((communicator.size, signature.size), dtype=np.int64)
     poll([communicator.allgather(signature, everyone)], f"{name} (signature check)", group.timeout)
     if (everyone == everyone[0]).all():

@@ -1,6 +1,6 @@
 """Train a small CNN on real handwritten digits: README's first command.
 
-    python -m ember.examples.digits [--epochs 12] [--out runs/digits]
+    python -m ember.examples.digits [--epochs 10] [--out runs/digits]
 
 The data are the UCI handwritten digits (8x8, shipped with ember, see data/README.md).  The script is
 written exactly as a PyTorch user would write it (`import ember as torch`), trains with a tqdm progress
@@ -62,8 +62,8 @@ def evaluate(model: nn.Module, loader: DataLoader) -> float:
 
 def main(argv=None) -> float:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=12)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/digits")

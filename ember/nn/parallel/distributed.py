@@ -5,14 +5,18 @@ How a step flows (torch's Reducer, in Python):
 - Construction: check that every rank has the same parameter shapes (one all_gather_object), broadcast
   parameters and buffers from rank 0, and lay the parameters that require grad into buckets: reverse
   registration order (roughly the order backward produces their gradients), one dtype per bucket, the first
-  bucket capped at 1 MiB and the others at `bucket_cap_mb` (torch's defaults).  Each bucket is one flat
-  array; a post-accumulate-grad hook is registered on every parameter.
+  bucket capped at 1 MiB and the others at `bucket_cap_mb` (torch's defaults); a parameter at least as large
+  as the cap gets a bucket of its own (_build_buckets).  Each bucket is one flat array; a
+  post-accumulate-grad hook is registered on every parameter, and the parameters' AccumulateGrad nodes run
+  as soon as they are ready (NOTE [ Gradients as soon as they are ready ]).
 - Backward: when a parameter's gradient is accumulated, its hook copies it into its bucket slice (unless
   the gradient already *is* that slice: gradient_as_bucket_view) divided by the world size.  When a bucket
   has all its gradients it is all-reduced with a non-blocking MPI_Iallreduce while backward goes on.
   Buckets are launched strictly in bucket order, so every rank issues the same collectives in the same
-  order even when gradients arrive in a different order (MPI requires that).  Each hook also tests the
-  in-flight requests, which is what makes MPI progress them during backward.
+  order even when gradients arrive in a different order (MPI requires that).  Each hook, and a pre-hook put
+  on every autograd node of the pass at forward, tests the in-flight requests, which is what makes MPI
+  progress them during backward (_progress); EMBER_DDP_PROGRESS_THREAD=1 adds a background thread that does
+  the same during long matmuls.
 - End of backward: the first hook of a pass queues a callback on the autograd engine
   (`ember._autograd.engine.after_backward`, torch's `Variable._execution_engine.queue_callback`); the
   engine runs it when the whole backward has finished.  It launches what is left, waits for every bucket
@@ -27,6 +31,8 @@ How a step flows (torch's Reducer, in Python):
 
 from __future__ import annotations
 
+import os
+import threading
 from contextlib import contextmanager
 
 from ..._autograd import engine
@@ -39,6 +45,13 @@ from ...distributed._collectives import all_gather_object
 from ..modules.module import Module
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+# NOTE [ Gradients as soon as they are ready ]
+# The engine runs ready nodes newest-first by sequence number, and a parameter's AccumulateGrad node is
+# created long before the forward ops, so by default every gradient hook fires only at the very end of
+# backward, after all the matmuls: no bucket could start early.  torch gives AccumulateGrad the largest
+# sequence number (UINT64_MAX) so a leaf's gradient is accumulated the moment it is ready; DDP does the same
+# for its parameters' accumulators (see _prioritise_accumulators).
+_ACCUMULATE_FIRST = 2 ** 63 - 1
 
 
 class _Bucket:
@@ -73,8 +86,9 @@ def _output_tensors(value, found: list) -> list:
     return found
 
 
-def _reached_leaves(outputs) -> set:
-    """ids of the leaf tensors the autograd graph of `outputs` reaches."""
+def _walk_graph(outputs, prehook=None) -> set:
+    """ids of the leaf tensors the autograd graph of `outputs` reaches; with `prehook`, also register it on
+    every interior node (DDP's progress points: see _progress)."""
     stack = [t.grad_fn for t in _output_tensors(outputs, []) if t.grad_fn is not None]
     seen, leaves = set(), set()
     while stack:
@@ -84,6 +98,9 @@ def _reached_leaves(outputs) -> set:
         seen.add(node)
         if isinstance(node, AccumulateGrad):
             leaves.add(id(node.variable))
+            continue
+        if prehook is not None:
+            node.register_prehook(prehook)
         stack.extend(child for child, _ in node.next_functions if child is not None)
     return leaves
 
@@ -123,6 +140,10 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         self._overlap = True  # False: all buckets are launched at the end of backward (bench/distributed.py)
+        self._use_progress_thread = os.environ.get("EMBER_DDP_PROGRESS_THREAD", "0") == "1"
+        self._progress_interval = float(os.environ.get("EMBER_DDP_PROGRESS_INTERVAL", "1e-4"))
+        self._progress_thread = None
+        self._mpi_lock = threading.Lock()
         named = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
         self._names = [name for name, _ in named]
         self._params = [p for _, p in named]
@@ -130,6 +151,7 @@ class DistributedDataParallel(Module):
         self._sync_module_states()
         self._build_buckets()
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(self._params)]
+        self._prioritise_accumulators()
         self._reset()
 
     # ------------------------------------------------------------------ construction
@@ -158,25 +180,42 @@ class DistributedDataParallel(Module):
             t._storage.version += 1
 
     def _build_buckets(self) -> None:
+        """torch's compute_bucket_assignment_by_size, per dtype: reverse registration order; the first bucket
+        is capped at 1 MiB (so the first all-reduce starts early in backward), the others at bucket_cap_mb.
+        A bucket closes once it reaches its cap, or before a parameter that would take it past the cap; a
+        parameter at least as large as the cap it meets gets a bucket of its own (torch instead lets it
+        overshoot the open bucket, which can swallow the whole model into the first two buckets)."""
         self._buckets: list[_Bucket] = []
         self._where: list = [None] * len(self._params)  # param index -> (bucket, position)
         open_indices: dict = {}
         open_bytes: dict = {}
-        cap = _FIRST_BUCKET_BYTES
+        caps: dict = {}
 
         def close(dtype) -> None:
-            bucket = _Bucket(open_indices.pop(dtype), self._params, dtype)
-            open_bytes.pop(dtype)
-            self._buckets.append(bucket)
+            indices = open_indices.pop(dtype, None)
+            open_bytes.pop(dtype, None)
+            if indices:
+                self._buckets.append(_Bucket(indices, self._params, dtype))
+                caps[dtype] = self.bucket_bytes_cap
 
         for index in reversed(range(len(self._params))):
             param = self._params[index]
             dtype = param.dtype
+            size = param.numel() * dtype.itemsize
+            cap = caps.setdefault(dtype, min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap))
+            if size >= cap:  # too large to share: close what is open, then a bucket of its own
+                close(dtype)
+                open_indices[dtype], open_bytes[dtype] = [index], size
+                close(dtype)
+                caps[dtype] = self.bucket_bytes_cap
+                continue
+            if open_indices.get(dtype) and open_bytes[dtype] + size > cap:
+                close(dtype)
+                cap = caps[dtype]
             open_indices.setdefault(dtype, []).append(index)
-            open_bytes[dtype] = open_bytes.get(dtype, 0) + param.numel() * dtype.itemsize
+            open_bytes[dtype] = open_bytes.get(dtype, 0) + size
             if open_bytes[dtype] >= cap:
                 close(dtype)
-                cap = self.bucket_bytes_cap
         for dtype in list(open_indices):
             close(dtype)
         for bucket in self._buckets:
@@ -185,12 +224,21 @@ class DistributedDataParallel(Module):
         self._grad_views = [Tensor._make(bucket.view(position, tuple(self._params[i].shape)), self._params[i].dtype)
                             for i, (bucket, position) in ((i, self._where[i]) for i in range(len(self._params)))]
 
+    def _prioritise_accumulators(self) -> None:
+        """NOTE [ Gradients as soon as they are ready ].  Re-checked at every forward: a parameter can get a
+        new accumulator (requires_grad toggled, .data replaced)."""
+        for param in self._params:
+            accumulator = param._grad_accumulator()
+            if accumulator._sequence_nr != _ACCUMULATE_FIRST:
+                accumulator._sequence_nr = _ACCUMULATE_FIRST
+
     # ------------------------------------------------------------------ per step
     def _reset(self) -> None:
         for bucket in self._buckets:
             bucket.pending = len(bucket.indices)
             bucket.request = None
         self._next_bucket = 0
+        self._in_flight: list = []  # requests launched and not yet seen complete
         self._backward_started = False
         self._unused: list[int] = []
         self._used = np.zeros(len(self._params), dtype=np.int32)
@@ -205,9 +253,12 @@ class DistributedDataParallel(Module):
         output = self.module(*inputs, **kwargs)
         if grad_state.enabled and self.require_backward_grad_sync:
             self._reset()
-            if self.find_unused_parameters:
-                reached = _reached_leaves(output)
-                self._unused = [i for i, p in enumerate(self._params) if id(p) not in reached]
+            self._prioritise_accumulators()
+            progress = self._node_progress if self._overlap and self.process_group.size() > 1 else None
+            if self.find_unused_parameters or progress is not None:
+                reached = _walk_graph(output, progress)
+                if self.find_unused_parameters:
+                    self._unused = [i for i, p in enumerate(self._params) if id(p) not in reached]
         return output
 
     @contextmanager
@@ -250,12 +301,46 @@ class DistributedDataParallel(Module):
         bucket.pending -= 1
         if self._overlap:
             self._launch_ready()
-        for launched in self._buckets[:self._next_bucket]:
-            launched.request.test()  # drive MPI's progress on what is in flight
+        self._progress()
+
+    def _progress(self) -> None:
+        """Test the in-flight all-reduces.  Open MPI and MPICH advance a non-blocking collective only inside
+        MPI calls, so without these tests a bucket's all-reduce would sit idle until the end-of-backward
+        wait.  Called from every gradient hook and, through _node_progress, before every autograd node of
+        the pass runs, so the transfers move on between the matmuls of backward."""
+        if self._in_flight:
+            with self._mpi_lock:
+                self._in_flight = [request for request in self._in_flight if not request.test()]
+
+    def _progress_loop(self, stop) -> None:
+        while not stop.wait(self._progress_interval):
+            self._progress()
+
+    def _start_progress_thread(self) -> None:
+        if self._progress_thread is None and self._use_progress_thread:
+            stop = threading.Event()
+            thread = threading.Thread(target=self._progress_loop, args=(stop,), daemon=True,
+                                      name="ember-ddp-progress")
+            self._progress_thread = (thread, stop)
+            thread.start()
+
+    def _stop_progress_thread(self) -> None:
+        if self._progress_thread is not None:
+            thread, stop = self._progress_thread
+            stop.set()
+            thread.join()
+            self._progress_thread = None
+
+    def _node_progress(self, grads) -> None:
+        if self._in_flight:
+            self._progress()
 
     def _launch(self, bucket: _Bucket) -> None:
         bucket.flat /= self.process_group.size()  # average as torch does: divide, then sum
-        bucket.request = self.process_group.communicator.allreduce(bucket.flat, "sum")
+        with self._mpi_lock:
+            bucket.request = self.process_group.communicator.allreduce(bucket.flat, "sum")
+            self._in_flight.append(bucket.request)
+        self._start_progress_thread()
 
     def _launch_ready(self) -> None:
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
@@ -275,6 +360,7 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel if some parameters do not take part in producing the loss."
             )
         self._launch_ready()
+        self._stop_progress_thread()
         requests = [bucket.request for bucket in self._buckets]
         used = None
         if self.find_unused_parameters:
