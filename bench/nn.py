@@ -18,9 +18,10 @@ the same point and the probe's losses agree.  Models, data and optimizers are bu
 importing this module costs nothing when other workloads are selected.  Every timed call updates the
 weights, as real training does (lr is small, so the losses stay finite over thousands of steps).
 
-`python -m bench.nn` (instead of `python -m bench --only nn`) times the same steps in CPU time
-(time.process_time) with every library on one thread: on a shared, loaded machine the wall-clock
+`python -m bench.nn [NAME ...]` (instead of `python -m bench --only nn`) times the same steps in CPU
+time (time.process_time) with every library on one thread: on a shared, loaded machine the wall-clock
 ratio swings by 2x between runs, while single-threaded CPU time barely moves (docs/performance.md).
+`python -m bench.nn --ops [NAME ...]` splits ember's step by op instead.
 """
 
 from __future__ import annotations
@@ -340,14 +341,58 @@ def cpu_times(workload: Workload, steps: int = 7) -> dict:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def op_times(workload: Workload, steps: int = 3, top: int = 12) -> None:
+    """Print ember's CPU time per step inside each op's array implementation, by op name (`--ops`).
+
+    Wraps the one dispatch function that runs impls, so the rest of the step (module and functional Python,
+    autograd recording, the backward engine) shows as the remainder.
+    """
+    import collections
+
+    from ember import _dispatch
+
+    spent, calls = collections.Counter(), collections.Counter()
+    original = _dispatch._call_backend
+
+    def timed(op, *args):
+        start = time.process_time()
+        try:
+            return original(op, *args)
+        finally:
+            spent[op.name] += time.process_time() - start
+            calls[op.name] += 1
+
+    workload.ember_fn()
+    _dispatch._call_backend = timed
+    try:
+        start = time.process_time()
+        for _ in range(steps):
+            workload.ember_fn()
+        total = (time.process_time() - start) / steps
+    finally:
+        _dispatch._call_backend = original
+    inside = sum(spent.values()) / steps
+    print(
+        f"{workload.name}: {total * 1e3:.1f} ms/step, {inside * 1e3:.1f} ms in op impls, "
+        f"{(total - inside) * 1e3:.1f} ms outside"
+    )
+    for name, seconds in spent.most_common(top):
+        print(f"    {name:40s} {seconds / steps * 1e3:8.1f} ms {calls[name] // steps:6d} calls")
+
+
 def main(argv=None) -> int:
     import torch as torch_module
 
     torch_module.set_num_threads(1)
-    names = argv if argv is not None else sys.argv[1:]
+    names = list(argv if argv is not None else sys.argv[1:])
+    by_op = "--ops" in names
+    names = [name for name in names if name != "--ops"]
     print(f"CPU time per training step, 1 thread each; load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     for workload in WORKLOADS:
         if names and not any(name in workload.name for name in names):
+            continue
+        if by_op:
+            op_times(workload)
             continue
         times = cpu_times(workload)
         ratio = times["ember"] / times["torch"]

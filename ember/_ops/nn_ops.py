@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor, wrap_dim
 from . import special_math
@@ -72,29 +71,8 @@ def _gelu_impl(xp, a, approximate):
     return 0.5 * a * (1.0 + special_math.erf(xp, a * (1.0 / math.sqrt(2.0))))
 
 
-def _gelu_grad_impl(xp, g, x):
-    """g * (Phi(x) + x * phi(x)), in place on two buffers."""
-    cdf = special_math.erf(xp, x * (1.0 / math.sqrt(2.0)))
-    cdf += 1
-    cdf *= 0.5
-    pdf = xp.exp(-0.5 * (x * x))
-    pdf *= x
-    pdf *= 1.0 / math.sqrt(2.0 * math.pi)
-    cdf += pdf
-    cdf *= g
-    return cdf
-
-
-# The backward's own gradient (double backward) comes from the composite in _gelu_backward, never from here.
-GELU_GRAD = OpDef("gelu_backward", _gelu_grad_impl, None, dtype_rule=promote, meta=broadcast_meta)
-
-
 def _gelu_backward(ctx, g):
     x = ctx.inputs[0]
-    if ctx.params["approximate"] == "none" and not grad_state.enabled:
-        # A plain backward: one fused op instead of ~10 dispatched full-size passes (~40% of GELU's backward on
-        # GPT-sized activations); create_graph=True takes the composite below, which is differentiable.
-        return call(GELU_GRAD, (g, x))
     if ctx.params["approximate"] == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = k * (x + 0.044715 * x.pow(3))
