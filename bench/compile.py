@@ -1,12 +1,12 @@
 """ember.compile benchmarks: compiled ember vs eager ember vs torch eager vs torch.compile.
 
-    python -m bench.compile [--quick]     one table with all four, plus compile time (cold / warm disk cache)
+    python -m bench.compile [--quick] [--case gpt]     one table with all four, plus compile time (cold / warm disk cache)
     python -m bench --only compile        the harness's ember/torch table: eager rows and compiled rows
 
 Workloads (the issue's): an elementwise-heavy block (LayerNorm + GELU + residual on 64x128x256), softmax
-over 4096x1024, an MLP training step (784-1024-1024-10, batch 128; forward + backward, compiled forward),
+over 4096x1024, an MLP training step (784-1024-1024-10, batch 128; forward + backward, compiled forward + loss),
 a GPT training step (bench/nn.py's gpt: 4 layers, width 256, 4 heads, block 128, batch 16, causal SDPA;
-compiled forward, cross-entropy and SGD outside: cross_entropy's target check is a graph break).
+model + cross-entropy compiled whole, embeddings included; backward and SGD outside).
 In the harness table the "ember" column of a "compiled" row is ember.compile and its "torch" column is
 torch.compile (torch.compile on CPU needs a C++ compiler; a row notes it when it fails).
 """
@@ -67,6 +67,18 @@ def _compiler(lib, compiled: bool):
     return lib.compile
 
 
+_INITIAL_STATES: dict = {}
+
+
+def _initial_state(name: str) -> dict:
+    """The torch model's initial parameters as NumPy arrays (built once per case)."""
+    if name not in _INITIAL_STATES:
+        torch.manual_seed(0)
+        model = gpt_model(torch) if name == "gpt" else _mlp(torch)
+        _INITIAL_STATES[name] = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    return _INITIAL_STATES[name]
+
+
 def make_case(name: str, lib, compiled: bool):
     """A zero-argument callable running the case in `lib`, eager or compiled."""
     wrap = _compiler(lib, compiled)
@@ -86,19 +98,20 @@ def make_case(name: str, lib, compiled: bool):
         model = _mlp(lib)
         x = lib.from_numpy(ARRAYS["mlp_x"])
         y = lib.from_numpy(ARRAYS["mlp_y"])
-    forward = wrap(model)
-    if name == "gpt" and compiled and lib is ember:
-        # ember: the embedding lookup is a graph break (its index op carries the token array as a param, and
-        # there is no subgraph splitting yet), so the compiled part is everything after the embeddings
-        body = wrap(lambda h: model.head(model.ln_f(model.blocks(h))))
+    # both libraries start from torch's initial weights, so the two runs do the same arithmetic
+    model.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in _initial_state(name).items()})
 
-        def forward(idx):
-            return body(model.token(idx) + model.position(lib.arange(idx.shape[1])))
+    def model_loss(inputs, targets):
+        logits = model(inputs)
+        return lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    # the whole model and its loss are one compiled graph (embeddings included: their token ids are graph
+    # values); backward() and the SGD update run outside (a backward() inside is a graph break)
+    compute_loss = wrap(model_loss)
     params = list(model.parameters())
 
     def step():
-        logits = forward(x)
-        loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss = compute_loss(x, y)
         for p in params:
             p.grad = None
         loss.backward()
@@ -157,11 +170,15 @@ def compile_times(key: str) -> tuple[float, float]:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     rounds, min_time = (3, 0.05) if "--quick" in argv else (7, 0.2)
+    cases = CASES
+    if "--case" in argv:  # --case gpt: one workload
+        wanted = argv[argv.index("--case") + 1]
+        cases = [c for c in CASES if c[0] == wanted]
     print(f"threads: torch {torch.get_num_threads()}, cpus {os.cpu_count()}")
     header = f"{'workload':36} {'ember eager':>12} {'ember.compile':>14} {'torch eager':>12} {'torch.compile':>14}"
     print(header)
     print("-" * len(header))
-    for key, title in CASES:
+    for key, title in cases:
         fns, notes = {}, []
         for label, lib, compiled in (("ember eager", ember, False), ("ember.compile", ember, True),
                                      ("torch eager", torch, False), ("torch.compile", torch, True)):
@@ -177,7 +194,7 @@ def main(argv=None) -> None:
                  for label in ("ember eager", "ember.compile", "torch eager", "torch.compile")]
         print(f"{title:36} {cells[0]:>12} {cells[1]:>14} {cells[2]:>12} {cells[3]:>14}  {'; '.join(notes)}")
     print()
-    for key, title in CASES:
+    for key, title in cases:
         cold, warm = compile_times(key)
         print(f"ember.compile overhead of the first call, {title}: cold cache {format_seconds(cold)}, "
               f"warm cache {format_seconds(warm)}")

@@ -19,17 +19,34 @@ import functools
 import warnings
 import weakref
 
+import numpy as np
+
 from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
 from . import codegen, symbolic
 from .config import config
-from .graph import map_structure
+from .graph import Node, map_structure
 from .runtime import CompiledGraph
 from .tracer import BreakReason, Tracer, Unsupported, flatten_tensors
 
 _all_compiled: weakref.WeakSet = weakref.WeakSet()
+
+
+_MISS = object()
+
+
+def _rng_state():
+    from .._ops import random as random_ops
+
+    return random_ops.default_generator._rng.bit_generator.state
+
+
+def _set_rng_state(saved) -> None:
+    from .._ops import random as random_ops
+
+    random_ops.default_generator._rng.bit_generator.state = saved
 
 
 class _Entry:
@@ -40,17 +57,91 @@ class _Entry:
         self.externals = externals  # (tensor, shape, dtype, requires_grad)
         self.structure = structure
 
+    def run_chains(self, tensors):
+        """Try the chains (each from its start: their segments have no in-place writes, and the generator is
+        rewound); _MISS when no chain's reads match this call's data (the caller recaptures)."""
+        observed: list = []
+        saved = _rng_state() if any(c.random_ops for c in self.chains) else None
+        for position, chain in enumerate(self.chains):
+            if position and saved is not None:
+                _set_rng_state(saved)
+            result = chain.run(tensors, observed)
+            if result is not None:
+                if position:
+                    self.chains.insert(0, self.chains.pop(position))
+                return result
+        if saved is not None:
+            _set_rng_state(saved)
+        return _MISS
+
     def externals_ok(self) -> bool:
         for tensor, shape, dtype, requires_grad in self.externals:
             if tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad:
                 return False
         return True
 
+    chains = None  # a capture split at reads: [_Chain], most recently used first
+
     def __call__(self, args, kwargs):
         tensors = _unique_tensors(args, kwargs)
+        if self.chains is not None:
+            return self.run_chains(tensors)
         outputs = self.compiled.run(*tensors)
         it = iter(outputs)
         return map_structure(self.structure, lambda value: next(it))
+
+
+class _Segment:
+    """One compiled piece of a chain: where its placeholders come from, and the value read after it."""
+
+    __slots__ = ("compiled", "inputs", "expected", "reason")
+
+    def __init__(self, compiled, inputs, expected, reason) -> None:
+        self.compiled = compiled
+        self.inputs = inputs  # per placeholder: ("arg", i) a call tensor, or ("seg", j, k) output k of segment j
+        self.expected = expected  # the data read into Python after this segment (output 0) at capture, or None
+        self.reason = reason
+
+
+class _Chain:
+    """A capture split at reads (item, bool, tolist, numpy): compiled segments, each read a guard on its data.
+
+    Replay never re-runs the Python: it runs segment 1, compares the data the Python read at capture with the
+    data now, and when equal (so the Python took the same path) runs segment 2, and so on."""
+
+    def __init__(self, segments, structure, random_ops) -> None:
+        self.segments = segments
+        self.structure = structure
+        self.random_ops = random_ops
+
+    def run(self, tensors, observed: list):
+        """The result, or None at the first read whose data differs (observed gets the data read so far)."""
+        outputs = []
+        for number, segment in enumerate(self.segments):
+            if number < len(observed) and not _same_data(observed[number], segment.expected):
+                return None  # an earlier attempt read other values here: another control path
+            ins = [tensors[source[1]] if source[0] == "arg" else outputs[source[1]][source[2]]
+                   for source in segment.inputs]
+            outs = segment.compiled.run(*ins)
+            outputs.append(outs)
+            if segment.expected is not None:
+                data = outs[0]._data
+                if number >= len(observed):
+                    observed.append(np.array(data, copy=True))
+                if not _same_data(data, segment.expected):
+                    return None
+        it = iter(outputs[-1])
+        return map_structure(self.structure, lambda value: next(it))
+
+    @property
+    def graphs(self) -> list:
+        return [segment.compiled.graph for segment in self.segments]
+
+
+def _same_data(a, b) -> bool:
+    if b is None:
+        return True
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
 
 
 def _unique_tensors(args, kwargs) -> list:
@@ -172,7 +263,10 @@ class CompiledFunction:
             if entry.eager:
                 return self.fn(*args, **kwargs)
             if entry.externals_ok():
-                return entry(args, kwargs)
+                result = entry(args, kwargs)
+                if result is not _MISS:
+                    return result
+                return self._recapture_chain(key, entry, args, kwargs)
             del self.cache[key]
             reason, shape_only = "a parameter or closure tensor changed shape, dtype or requires_grad", False
         if self.generic and self.dynamic is not False:
@@ -206,14 +300,94 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
         return self._capture(key, labels, args, kwargs, previous)
 
-    def _capture(self, key, labels, args, kwargs, previous=None):
+    def _recapture_chain(self, key, entry, args, kwargs):
+        """No chain of this guard set read the same values: capture the path this call takes."""
+        reason = "a value read into Python (a graph break) differs from every capture's"
+        self.last_reason = reason
+        codegen.log("recompiles", f"recompiling {self.__name__}: {reason}", self.options)
+        if len(entry.chains) >= config.max_chains:
+            entry.eager = True  # reads that keep changing (a logged loss.item()): run eagerly from now on
+            codegen.log("recompiles", f"{self.__name__}: {config.max_chains} chains for one guard set "
+                        "(config.max_chains); this guard set runs eagerly", self.options)
+            return self.fn(*args, **kwargs)
+        self.recompiles += 1
+        tracer, result, ok = self._trace(args, kwargs)
+        chain = self._chain(tracer) if ok and len(tracer.graphs) > 1 else None
+        if chain is None:
+            entry.eager = True
+            entry.breaks.extend(tracer.breaks)
+        else:
+            entry.chains.insert(0, chain)
+        return result
+
+    def _trace(self, args, kwargs):
         self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
-        entry_mode = state.enabled
+        tracer.split = self.options.get("split", True) and not callable(self.backend)
         with tracer:
             tracer.bind_inputs(args, kwargs)
             result = self.fn(*args, **kwargs)
         ok = tracer.finish(result)
+        if ok and len(tracer.graphs) > 1 and tracer.mutations:
+            tracer.breaks.append(BreakReason("in-place writes to inputs or buffers in a function with a graph "
+                                             "break: not split, the call runs eagerly", ""))
+            ok = False
+        return tracer, result, ok
+
+    def _chain(self, tracer) -> _Chain:
+        """The segments of a split capture, compiled (see _Chain)."""
+        graphs = tracer.graphs
+        segment_of = {}
+        for number, graph in enumerate(graphs):
+            for node in graph.nodes:
+                for value in node.results:
+                    segment_of[id(value)] = number
+        exports = [[read[0]] for read in tracer.reads] + [None]
+        inputs = []
+        arg_position = {id(value): index for index, (_, value) in enumerate(tracer.placeholders)}
+        for number, graph in enumerate(graphs):
+            sources = []
+            for node in graph.nodes:
+                if node.kind != "placeholder":
+                    continue
+                origin = getattr(node, "source_value", None)
+                if origin is None:
+                    sources.append(("arg", arg_position[id(node.results[0])]))
+                    continue
+                owner = segment_of[id(origin)]
+                exported = exports[owner]
+                for index, value in enumerate(exported):
+                    if value is origin:
+                        break
+                else:
+                    index = len(exported)
+                    exported.append(origin)
+                sources.append(("seg", owner, index))
+            inputs.append(sources)
+        segments = []
+        for number, graph in enumerate(graphs):
+            graph.entry_grad_enabled = tracer.segment_grad_mode[number]
+            last = number == len(graphs) - 1
+            if not last:
+                graph.output = Node("output", "output", structure=tuple(exports[number]))
+            read = None if last else tracer.reads[number]
+            segments.append(_Segment(CompiledGraph(graph, self.options), inputs[number],
+                                     None if read is None else read[1], None if read is None else read[2]))
+        return _Chain(segments, graphs[-1].output.structure, tracer.random_ops)
+
+    def _capture(self, key, labels, args, kwargs, previous=None):
+        entry_mode = state.enabled
+        tracer, result, ok = self._trace(args, kwargs)
+        if ok and len(tracer.graphs) > 1:
+            self.graph_breaks.extend(tracer.breaks)
+            codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__} (split: the segments are "
+                                                   f"compiled): {b}" for b in tracer.breaks), self.options)
+            entry = _Entry(externals=_externals(tracer.graphs))
+            entry.eager = False
+            entry.chains = [self._chain(tracer)]
+            self.cache[key] = entry
+            self.labels[key] = labels
+            return result
         if not ok:
             self.graph_breaks.extend(tracer.breaks)
             codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__}: {b}" for b in tracer.breaks),
@@ -229,9 +403,7 @@ class CompiledFunction:
                 compiled, pattern = self._compile_generic(graph, signature, previous, key, labels)
             if compiled is None:
                 compiled = CompiledGraph(graph, self.options)
-            externals = tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad)
-                              for n in graph.nodes if n.kind == "external")
-            entry = _Entry(compiled, externals=externals, structure=graph.output.structure)
+            entry = _Entry(compiled, externals=_externals([graph]), structure=graph.output.structure)
             entry.signature = signature
             if pattern is not None:
                 self.generic.append((pattern, entry))
@@ -265,13 +437,23 @@ class CompiledFunction:
         return compiled, pattern
 
     # ------------------------------------------------------------ inspection
+    def _compiled_graphs(self) -> list:
+        found = []
+        for entry in self.cache.values():
+            if entry.compiled is not None:
+                found.append(entry.compiled)
+            for chain in entry.chains or ():
+                found.extend(segment.compiled for segment in chain.segments)
+        return found
+
     @property
     def graphs(self) -> list:
-        return [e.compiled.graph for e in self.cache.values() if e.compiled is not None]
+        """Every compiled graph (a split capture contributes one per segment)."""
+        return [c.graph for c in self._compiled_graphs()]
 
     @property
     def kernel_sources(self) -> list:
-        return [e.compiled.kernel_source for e in self.cache.values() if e.compiled is not None]
+        return [c.kernel_source for c in self._compiled_graphs()]
 
     def reset(self) -> None:
         self.cache.clear()
@@ -288,6 +470,11 @@ class CompiledFunction:
         if instance is None:
             return self
         return functools.partial(self, instance)
+
+
+def _externals(graphs) -> tuple:
+    return tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad)
+                 for graph in graphs for n in graph.nodes if n.kind == "external")
 
 
 def _autocast_state():

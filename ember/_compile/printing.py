@@ -74,12 +74,20 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
                 mode = node.grad_enabled
             namespace[f"op_{node.name}"] = node.op
             namespace[f"params_{node.name}"] = node.params
-            args = ", ".join(_arg_text(a) for a in node.args)
-            args = f"({args},)" if len(node.args) == 1 else f"({args})"
+            extra = getattr(node, "index_args", 0)
+            op_args = node.args[:len(node.args) - extra]
+            args = ", ".join(_arg_text(a) for a in op_args)
+            args = f"({args},)" if len(op_args) == 1 else f"({args})"
             params = f", params_{node.name}" if node.params else ""
             if node.symbolic_params is not None:
                 namespace[f"params_{node.name}"] = node.symbolic_params
                 params = f", _bind(params_{node.name}, B)"
+            if extra:  # index arrays read from graph values (tracer.ArrayArg)
+                from .tracer import fill_arrays
+
+                namespace["_fill"] = fill_arrays
+                index_values = ", ".join(_arg_text(a) for a in node.args[len(node.args) - extra:])
+                params = f", _fill({params[2:]}, ({index_values},))"
             targets = ", ".join(v.name for v in node.results) + ("," if node.op.outputs > 1 and len(node.results) == 1
                                                                   else "")
             if node.op.outputs > 1 and len(node.results) > 1:

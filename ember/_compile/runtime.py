@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._autograd.grad_mode import state
-from .._dispatch import SAVE_INPUTS, OpDef
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef
 from .._tensor import Tensor
 from . import autodiff, codegen, fusion, symbolic
 from .graph import Graph, Node, Value, iter_values
@@ -248,8 +248,10 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
         shapes = space_of(params).shapes
         return shapes[0] if n_out == 1 else tuple(shapes)
 
+    # several outputs: the results are kept (shapes) so autograd can zero-fill the gradient of an output that
+    # only non-differentiable ops read (a sum that only a comparison reads, before a graph break)
     op = OpDef(kernel.name, impl, backward, dtype_rule=lambda args, params: (None, dtypes[0] if n_out == 1 else dtypes),
-               meta=meta, saves=SAVE_INPUTS, outputs=n_out, upcast_half=False, grad_name="FusedKernelBackward")
+               meta=meta, saves=SAVE_INPUTS | (SAVE_RESULT if n_out > 1 else 0), outputs=n_out, upcast_half=False, grad_name="FusedKernelBackward")
     return op
 
 

@@ -43,7 +43,8 @@ def bind(structure, B: int):
     if isinstance(structure, Batch):
         return structure.m * B
     if isinstance(structure, tuple):
-        return tuple(bind(item, B) for item in structure)
+        items = [bind(item, B) for item in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
     if isinstance(structure, list):
         return [bind(item, B) for item in structure]
     if isinstance(structure, dict):
@@ -82,6 +83,8 @@ class Sizes:
             if type(a) is not type(b) or len(a) != len(b):
                 raise NotGeneric(f"{where}: {a!r} vs {b!r}")
             merged = [self.merge(x, y, where) for x, y in zip(a, b)]
+            if hasattr(a, "_fields"):
+                return type(a)(*merged)
             return tuple(merged) if isinstance(a, tuple) else merged
         if isinstance(a, dict) and isinstance(b, dict):
             if list(a) != list(b):

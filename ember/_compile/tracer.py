@@ -74,6 +74,53 @@ def _static_param(value) -> bool:
     return True  # dtypes, generators, devices, enum-like objects: referenced as they are
 
 
+class ArrayArg:
+    """An index array in an op's params that came from a tensor (index_select's ids, x[idx]'s idx): at replay
+    it is read from the node's trailing graph value number `position` (np.asarray(t, int64), reshaped)."""
+
+    __slots__ = ("position", "shape", "name")
+
+    def __init__(self, position: int, shape, name: str) -> None:
+        self.position, self.shape, self.name = position, shape, name
+
+    def __repr__(self) -> str:
+        return f"int64({self.name})" + ("" if self.shape is None else f".reshape({self.shape})")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ArrayArg) and (other.position, other.shape) == (self.position, self.shape)
+
+    def __hash__(self) -> int:
+        return hash((ArrayArg, self.position, self.shape))
+
+    def array(self, tensor):
+        array = np.asarray(tensor._data, np.int64)
+        return array if self.shape is None else array.reshape(self.shape)
+
+
+def fill_arrays(structure, tensors):
+    """Params with every ArrayArg replaced by its array, read from `tensors` (the node's index values)."""
+    if isinstance(structure, ArrayArg):
+        return structure.array(tensors[structure.position])
+    if isinstance(structure, tuple):
+        items = [fill_arrays(item, tensors) for item in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
+    if isinstance(structure, list):
+        return [fill_arrays(item, tensors) for item in structure]
+    if isinstance(structure, dict):
+        return {key: fill_arrays(item, tensors) for key, item in structure.items()}
+    return structure
+
+
+class _Unliftable(Exception):
+    pass
+
+
+# graph breaks that read a tensor's values into Python: the capture can continue after them in a new
+# segment, the values read becoming a guard (see frontend.py, chains)
+READ_BREAKS = ("Tensor.item()", "Tensor.tolist()", "Tensor.numpy()", "Tensor.__array__()",
+               "data-dependent control flow", "indexing with a 0-d tensor")
+
+
 class Tracer:
     """Records op calls into graphs; see the module docstring."""
 
@@ -97,6 +144,10 @@ class Tracer:
         self._rng_state = None
         self.tensor_of_value: dict = {}
         self.segment_nodes: set = set()
+        self.index_notes: list = []  # (tensor or None, array): index arrays made from tensors (index_source)
+        self.split = False  # compile mode: continue past read breaks in a new segment (chains)
+        self.reads: list = []  # per finished segment: (Value read, its data at capture, BreakReason)
+        self.segment_grad_mode: list = []  # grad mode at the start of each segment
 
     @property
     def mutations(self) -> list:
@@ -119,6 +170,7 @@ class Tracer:
         _dispatch.tracer = self.previous
 
     def bind_inputs(self, args, kwargs) -> None:
+        self.segment_grad_mode = [state.enabled]
         for path, tensor in flatten_tensors(args, kwargs):
             if id(tensor) in self.value_of:
                 continue
@@ -138,18 +190,91 @@ class Tracer:
             self.storages[id(storage)] = [storage, storage.version]
 
     # ------------------------------------------------------------ recording
+    def index_source(self, tensor, array, read: bool = True) -> None:
+        """ember/_ops: `array` (an index) was made from `tensor` (None: from a Python sequence, a constant)."""
+        if self.broken and not self.explain:
+            return
+        if read and tensor is not None and array.ndim == 0:
+            self.graph_break("indexing with a 0-d tensor reads its value into Python", tensor)
+            return
+        self.index_notes.append((tensor, array))
+        if tensor is not None:
+            self.keep.append(tensor)
+        del self.index_notes[:-64]
+
+    def _find_source(self, leaf):
+        notes = self.index_notes[::-1]
+        for tensor, array in notes:
+            if array is leaf:
+                return tensor, array
+        pointer = leaf.__array_interface__["data"][0]
+        for tensor, array in notes:  # a reshape of the noted array (index_select's .reshape(-1))
+            if (array.size == leaf.size and array.dtype == leaf.dtype and leaf.flags.c_contiguous
+                    and array.flags.c_contiguous and array.__array_interface__["data"][0] == pointer):
+                return tensor, array
+        for tensor, array in notes:  # a reshaped copy (of a non-contiguous index)
+            if array.size == leaf.size and array.dtype == leaf.dtype and np.array_equal(array.reshape(-1),
+                                                                                         leaf.reshape(-1)):
+                return tensor, array
+        return None
+
+    def _lift_params(self, params):
+        """Params with tensor-made index arrays as ArrayArgs, and those tensors (the node's extra inputs)."""
+        sources: list = []
+
+        def walk(value):
+            if isinstance(value, np.ndarray):
+                found = self._find_source(value)
+                if found is None:
+                    raise _Unliftable("op parameters carry array data not traced to a tensor (a NumPy index?)")
+                tensor, _ = found
+                if tensor is None:
+                    return value  # from a Python list in the code: a constant of this trace
+                if value.dtype == np.bool_:
+                    raise _Unliftable("boolean mask indexing: the result's shape depends on the mask's values")
+                for position, known in enumerate(sources):
+                    if known is tensor:
+                        break
+                else:
+                    position = len(sources)
+                    sources.append(tensor)
+                shape = None if value.shape == tuple(tensor._data.shape) else (-1 if value.ndim == 1 else value.shape)
+                return ArrayArg(position, shape, "")
+            if isinstance(value, Tensor):
+                raise _Unliftable("op parameters hold a tensor")
+            if isinstance(value, tuple):
+                items = [walk(item) for item in value]
+                return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+            if isinstance(value, list):
+                return [walk(item) for item in value]
+            if isinstance(value, dict):
+                return {key: walk(item) for key, item in value.items()}
+            return value
+
+        return walk(params), sources
+
     def record(self, op, args, params, results) -> None:
         if self.broken and not self.explain:
             return
+        sources = ()
         if params and not all(_static_param(v) for v in params.values()):
-            self.graph_break(f"{op.name}(): op parameters carry array data (indexing by tensor values?)")
-            if self.broken and not self.explain:
-                return
+            try:
+                params, sources = self._lift_params(params)
+            except _Unliftable as why:
+                self.graph_break(f"{op.name}(): {why}")
+                if self.broken and not self.explain:
+                    return
+                sources = ()
         if "generator" in params:
             self.random_ops += 1
         node_args = tuple(self._resolve_arg(a) for a in args)
+        if sources:
+            extra = tuple(self.resolve(t) for t in sources)
+            node_args = node_args + extra
+            _name_arrays(params, extra)
         node = self.graph.add(Node("call", self.graph.fresh_name(f"{op.name}_"), op=op, args=node_args,
                                    params=dict(params), grad_enabled=state.enabled, source=user_source()))
+        node.index_args = len(sources)
         tensors = results if isinstance(results, tuple) else (results,)
         values = self.graph.make_values(node, tensors)
         for tensor, value in zip(tensors, values):
@@ -172,8 +297,14 @@ class Tracer:
         if value is not None:
             if id(value.node) in self.segment_nodes:
                 return value
-            # explain mode: a value from an earlier segment enters this one as a placeholder
-            node = self.graph.add(Node("placeholder", self.graph.fresh_name("p"), path=f"graph break ({value.name})"))
+            # a value from an earlier segment enters this one as a placeholder (an external stays one)
+            if value.node.kind == "external":
+                node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=value.node.tensor,
+                                           path=value.node.path))
+            else:
+                node = self.graph.add(Node("placeholder", self.graph.fresh_name("p"),
+                                           path=f"graph break ({value.name})"))
+                node.source_value = value
             new = self.graph.make_values(node, [tensor])[0]
             self._track(tensor, new)
             return new
@@ -227,6 +358,14 @@ class Tracer:
                 self.graphs.append(Graph())
                 self.segment_nodes = set()
             return
+        if self.split and tensor is not None and reason.startswith(READ_BREAKS):
+            # a value read into Python: this segment ends with it; the next one is guarded on it
+            value = self.resolve(tensor)
+            self.reads.append((value, np.array(tensor._data, copy=True), self.breaks[-1]))
+            self.graphs.append(Graph())
+            self.segment_nodes = set()
+            self.segment_grad_mode.append(state.enabled)
+            return
         self.broken = True
         _dispatch.tracer = self.previous  # the rest of this call runs eagerly, unrecorded
 
@@ -272,6 +411,18 @@ class Tracer:
 
 class _UnsupportedOutput(Exception):
     pass
+
+
+def _name_arrays(structure, values) -> None:
+    """Give each ArrayArg the name of its graph value (for graph.code)."""
+    if isinstance(structure, ArrayArg):
+        structure.name = values[structure.position].name
+    elif isinstance(structure, (tuple, list)):
+        for item in structure:
+            _name_arrays(item, values)
+    elif isinstance(structure, dict):
+        for item in structure.values():
+            _name_arrays(item, values)
 
 
 def _describe_external(tensor) -> str:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._backends import MetaArray
 from .._tensor import Tensor
@@ -73,22 +74,33 @@ def _specified_dims(items) -> int:
     return count
 
 
+def _traced_index(tensor, array, read: bool = True):
+    """ember.compile: tell a capture which tensor an index array came from (None: a Python sequence, a
+    constant of the trace); read=True: a 0-d array here is read into Python."""
+    tracer = _dispatch.tracer
+    if tracer is not None and hasattr(tracer, "index_source"):
+        tracer.index_source(tensor, array, read)
+    return array
+
+
 def _index_array(item):
     """An integer/boolean tensor, list or NumPy array as a NumPy int64 or bool array (IndexError otherwise)."""
     if isinstance(item, Tensor):
         if item._dtype in (dt.bool_, dt.uint8):
             if isinstance(item._data, MetaArray):
                 raise NotImplementedError("indexing with a boolean mask on the meta device has a data-dependent shape")
-            return np.asarray(item._data, bool)
+            return _traced_index(item, np.asarray(item._data, bool))
         if item._dtype not in (dt.int64, dt.int32):
             raise IndexError(_INDEX_TYPES_MESSAGE)
         if isinstance(item._data, MetaArray):
             return np.zeros(item._data.shape, np.int64)  # shapes only: bounds are not checked on meta
-        return np.asarray(item._data, np.int64)
+        return _traced_index(item, np.asarray(item._data, np.int64))
     if isinstance(item, np.ndarray):
         array = item
     else:
         array = np.array(_plain_list(item))
+        if _dispatch.tracer is not None and array.dtype.kind in "iub":
+            _traced_index(None, array)
     if array.dtype == np.bool_:
         return array
     if array.dtype == np.uint8:

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._backends import MetaArray, to_host
+from .. import _dispatch
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim, write_array
 from ._api import export, finish_out
@@ -24,6 +25,7 @@ from ._index_keys import (
     _index_array,
     _select,
     _specified_dims,
+    _traced_index,
     _zero_dim_key_error,
     advanced_key,
     apply_key,
@@ -308,7 +310,8 @@ def _host_index(index: Tensor) -> np.ndarray:
     """An index tensor's values as int64 (zeros on the meta device, where only shapes matter)."""
     if isinstance(index._data, MetaArray):
         return np.zeros(index._data.shape, np.int64)
-    return np.asarray(index._data, np.int64)
+    array = np.asarray(index._data, np.int64)
+    return array if _dispatch.tracer is None else _traced_index(index, array, read=False)  # ember.compile
 
 
 def _scatter_positions(xp, index, dim):

@@ -128,7 +128,13 @@ def test_graph_break_falls_back_to_eager_and_stays_correct():
         x = ember.ones(3) * sign
         _same(compiled(x), _branchy(x))
     assert compiled.graph_breaks and "Tensor.__bool__" in compiled.graph_breaks[0].reason
-    assert all(e.eager for e in compiled.cache.values())
+    # split at the read: compiled segments, one chain per path (test_split_and_index.py)
+    assert not any(e.eager for e in compiled.cache.values()) and compiled.captures == 2
+    unsplit = ember.compile(_branchy, options={"split": False})  # the old fallback: the call runs eagerly
+    for sign in (1, -1):
+        x = ember.ones(3) * sign
+        _same(unsplit(x), _branchy(x))
+    assert all(e.eager for e in unsplit.cache.values())
 
 
 def test_explain_counts_graphs_and_breaks():
