@@ -1,6 +1,6 @@
 """ember.compile benchmarks: compiled ember vs eager ember vs torch eager vs torch.compile.
 
-    python -m bench.compile [--quick] [--case gpt]     one table with all four, plus compile time (cold / warm disk cache)
+    python -m bench.compile [--quick] [--case gpt]   all four, plus compile time (cold / warm cache)
     python -m bench --only compile        the harness's ember/torch table: eager rows and compiled rows
 
 Workloads (the issue's): an elementwise-heavy block (LayerNorm + GELU + residual on 64x128x256), softmax

@@ -11,9 +11,9 @@ Leaves that require grad end in an `AccumulateGrad` node.
 from __future__ import annotations
 
 import itertools
-import sys
 import os
 import re
+import sys
 import traceback
 
 from .grad_mode import state
