@@ -345,7 +345,7 @@ class CompiledFunction:
         exports = [[read[0]] for read in tracer.reads] + [None]
         inputs = []
         arg_position = {id(value): index for index, (_, value) in enumerate(tracer.placeholders)}
-        for number, graph in enumerate(graphs):
+        for graph in graphs:
             sources = []
             for node in graph.nodes:
                 if node.kind != "placeholder":
@@ -356,10 +356,8 @@ class CompiledFunction:
                     continue
                 owner = segment_of[id(origin)]
                 exported = exports[owner]
-                for index, value in enumerate(exported):
-                    if value is origin:
-                        break
-                else:
+                index = next((i for i, value in enumerate(exported) if value is origin), None)
+                if index is None:
                     index = len(exported)
                     exported.append(origin)
                 sources.append(("seg", owner, index))

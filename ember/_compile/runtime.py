@@ -250,8 +250,10 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
 
     # several outputs: the results are kept (shapes) so autograd can zero-fill the gradient of an output that
     # only non-differentiable ops read (a sum that only a comparison reads, before a graph break)
-    op = OpDef(kernel.name, impl, backward, dtype_rule=lambda args, params: (None, dtypes[0] if n_out == 1 else dtypes),
-               meta=meta, saves=SAVE_INPUTS | (SAVE_RESULT if n_out > 1 else 0), outputs=n_out, upcast_half=False, grad_name="FusedKernelBackward")
+    op = OpDef(kernel.name, impl, backward,
+               dtype_rule=lambda args, params: (None, dtypes[0] if n_out == 1 else dtypes),
+               meta=meta, saves=SAVE_INPUTS | (SAVE_RESULT if n_out > 1 else 0), outputs=n_out, upcast_half=False,
+               grad_name="FusedKernelBackward")
     return op
 
 

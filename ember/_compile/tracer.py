@@ -232,10 +232,8 @@ class Tracer:
                     return value  # from a Python list in the code: a constant of this trace
                 if value.dtype == np.bool_:
                     raise _Unliftable("boolean mask indexing: the result's shape depends on the mask's values")
-                for position, known in enumerate(sources):
-                    if known is tensor:
-                        break
-                else:
+                position = next((i for i, known in enumerate(sources) if known is tensor), None)
+                if position is None:
                     position = len(sources)
                     sources.append(tensor)
                 shape = None if value.shape == tuple(tensor._data.shape) else (-1 if value.ndim == 1 else value.shape)
