@@ -5,6 +5,9 @@
         cast operands -> backend impl -> wrap (views share storage) ->
         record the autograd node if grad mode is on and an input requires grad
 
+An in-place method asks the first op call it makes to write straight into
+its tensor (`inplace_target`); see NOTE [ In-place ops without a copy ].
+
 `args` are the operands (Tensors, or Python scalars where the op takes them);
 `params` are the op's non-tensor options, passed to `impl` and kept on the
 autograd node.  The path is one plain function with no per-call lookups by
@@ -31,6 +34,11 @@ HALF_TYPES = (dt.float16, dt.bfloat16)
 Tensor = None  # set by ember._tensor (import cycle)
 tracer = None  # graph capture (ember.compile) sets an object with record(op, args, params, results)
 autocast = None  # ember.amp sets a function (op, args) -> args while an autocast region is active
+# The generated in-place methods (ember/_ops/_api.py make_inplace) set inplace_target to their tensor; the next op
+# call takes it (whether or not it writes) and sets inplace_written when it wrote its result there.
+inplace_target = None
+inplace_written = False
+INPLACE_OUT = os.environ.get("EMBER_INPLACE_OUT", "1") != "0"  # 0: every in-place op computes, then copies
 
 
 class OpDef:
@@ -44,15 +52,20 @@ class OpDef:
     view: the result is a view of args[0] (shares its storage).
     upcast_half: compute float16/bfloat16 in float32, as torch's CPU kernels do (opmath), then round.
     outputs: how many results impl returns (a tuple when > 1).
+    out_impl(xp, out, *arrays, **params): optional, impl's exact computation written into `out` (an array of the
+        result's shape and dtype) for in-place calls; arrays[0] may be `out` itself, so it writes `out` only after
+        its last read of arrays[0].  It may return NotImplemented, before writing anything, to decline.
+        See NOTE [ In-place ops without a copy ].
     """
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
-                 "outputs", "node_class", "differentiable_outputs")
+                 "outputs", "node_class", "differentiable_outputs", "out_impl")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
-                 upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None) -> None:
+                 upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
         self.name = name
         self.impl = impl
+        self.out_impl = out_impl
         self.backward = backward
         self.dtype_rule = dtype_rule or promote
         self.meta = meta
@@ -84,12 +97,19 @@ def result_type_of_args(args) -> dt.dtype:
 
 def promote(args, params):
     """Binary/ternary arithmetic: compute and return in the promoted type."""
-    if len(args) == 2:
-        a, b = args
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype:
-            return a._dtype, a._dtype
-    elif len(args) == 1:
-        return args[0]._dtype, args[0]._dtype
+    first = args[0]
+    if isinstance(first, Tensor):
+        # the common case first: tensors of one dtype, with Python numbers that can't lift it (NOTE [ Weak scalars ])
+        dtype = first._dtype
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._dtype is not dtype:
+                    break
+            elif not (a is None or (type(a) is float and dtype.category >= 2)
+                      or (type(a) is int and dtype.category >= 1)):
+                break
+        else:
+            return dtype, dtype
     result = result_type_of_args(args)
     return result, result
 
@@ -118,6 +138,8 @@ def keep(args, params):
 
 def call(op: OpDef, args: tuple, params: dict = EMPTY):
     """Run one op call through the one dispatch path; see the module docstring."""
+    if inplace_target is not None and _write_in_place(op, args, params):
+        return args[0]
     if autocast is not None:
         args = autocast(op, args)
     device = None
@@ -146,6 +168,102 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
     if tracer is not None:
         tracer.record(op, args, params, results)
     return results
+
+
+# NOTE [ In-place ops without a copy ]
+# An in-place method is its out-of-place function followed by Tensor._inplace_from (NOTE [ In-place ops and
+# views ] in _tensor.py): a full-size result is allocated, computed, then copied into self -- two passes over
+# memory where torch makes one, and optimizer steps are chains of such ops.  So the generated method
+# (make_inplace in _ops/_api.py) sets `inplace_target = self` and calls the function; the first op call the
+# function makes takes the target and, when nothing can tell the difference, runs the op's `out_impl` straight
+# into self's array, bumps the storage version and returns self.  That needs all of:
+#   - the op declares out_impl, and self is its first operand;
+#   - no autograd node would be recorded (grad mode off, or no operand requires grad), no graph capture
+#     (`tracer`, which must see an op call and an inplace) and no autocast;
+#   - a writable NumPy array (cpu; meta and cuda take the general path), all operands on its device;
+#   - the op computes and returns self's dtype (float16/bfloat16 compute in float32: general path), and the
+#     operands broadcast to self's shape;
+#   - no other operand overlaps self's memory (out_impls may write in several steps; an exact alias of self
+#     through another tensor is rare enough to take the general path too).
+# Otherwise nothing is written and the function runs as usual.  Values are the out-of-place op's bit for bit:
+# out_impl performs impl's operations in impl's order.  make_inplace checks that the function returned self
+# whenever its first op call wrote in place, so a function doing more work after that call fails loudly.
+
+
+def _write_in_place(op, args, params) -> bool:
+    """The fast path of NOTE [ In-place ops without a copy ]: True when op's result was written into args[0]."""
+    global inplace_target, inplace_written
+    target = inplace_target
+    inplace_target = None  # only the function's first op call may write into the target
+    if op.out_impl is None or args[0] is not target or tracer is not None or autocast is not None:
+        return False
+    out = target._data
+    if type(out) is not np.ndarray or not out.flags.writeable:
+        return False
+    if target._base is not None:
+        target._refresh_view()
+    needs_grad = target._requires_grad
+    device = target._device
+    shape = out.shape
+    for a in args[1:]:
+        if isinstance(a, Tensor):
+            if a._device is not device:
+                return False
+            if a._base is not None:
+                a._refresh_view()
+            if a._requires_grad:
+                needs_grad = True
+            array = a._data
+            if array.shape != shape and not _broadcasts_to(array.shape, shape):
+                return False
+            if _overlaps(array, out):
+                return False
+    if needs_grad and state.enabled:
+        return False
+    compute, out_dtype = op.dtype_rule(args, params)
+    dtype = target._dtype
+    if out_dtype is not dtype or (compute is not None and compute is not dtype):
+        return False
+    if op.upcast_half and dtype in HALF_TYPES:
+        return False
+    arrays = [out]
+    for a in args[1:]:
+        if isinstance(a, Tensor):
+            array = a._data
+            if compute is not None and a._dtype is not compute:
+                array = array.astype(compute.np_dtype)
+            arrays.append(array)
+        else:
+            arrays.append(a)
+    if TRACE:
+        print(f"[ember dispatch] {op.name} (in place) {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
+    if op.out_impl(np, out, *arrays, **params) is NotImplemented:
+        return False
+    target._storage.version += 1
+    inplace_written = True
+    return True
+
+
+def _broadcasts_to(shape, target_shape) -> bool:
+    """Whether an operand of `shape` broadcasts to `target_shape` without growing it."""
+    if len(shape) > len(target_shape):
+        return False
+    for size, target_size in zip(reversed(shape), reversed(target_shape)):
+        if size != target_size and size != 1:
+            return False
+    return True
+
+
+def _overlaps(array, out) -> bool:
+    """Whether an operand may share memory with the output; the bounds check runs only when both come from
+    the same base array (views of one storage), so unrelated tensors cost two attribute reads."""
+    base = array.base
+    out_base = out.base
+    if base is None and out_base is None:
+        return array is out
+    if (array if base is None else base) is not (out if out_base is None else out_base):
+        return False
+    return np.may_share_memory(array, out)
 
 
 def _call_backend(op, args, params, compute, out_dtype, device):

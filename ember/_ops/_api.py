@@ -4,11 +4,13 @@ Each family module decorates its public functions with `export`; ember/__init__
 installs them once.  An in-place variant is never written by hand: it is the
 out-of-place function followed by `Tensor._inplace_from` (see NOTE [ In-place
 ops and views ] in _tensor.py), so its values, dtype checks and gradients are
-the out-of-place op's.
+the out-of-place op's.  Where no gradient is recorded, the op writes straight
+into the tensor instead (NOTE [ In-place ops without a copy ] in _dispatch.py).
 """
 
 from __future__ import annotations
 
+from .. import _dispatch
 from .._tensor import Tensor, write_array
 
 FUNCTIONS: dict = {}
@@ -34,16 +36,37 @@ def export(fn=None, *, name: str | None = None, method: bool = True, function: b
 
 
 def make_inplace(fn, name: str):
-    """Tensor.<op>_: compute out of place, then write into self (dtype must be castable, shape must match)."""
+    """Tensor.<op>_: compute out of place, then write into self (dtype must be castable, shape must match);
+    or, when the function's op can, straight into self (NOTE [ In-place ops without a copy ] in _dispatch.py)."""
 
     def method(self, *args, **kwargs):
-        self._check_inplace()
-        return self._inplace_from(fn(self, *args, **kwargs))
+        return inplace_call(self, fn, *args, **kwargs)
 
     method.__name__ = name
     method.__qualname__ = f"Tensor.{name}"
     method.__doc__ = f"In-place version of :meth:`Tensor.{name[:-1]}`."
     return method
+
+
+def inplace_call(self: Tensor, fn, *args, **kwargs) -> Tensor:
+    """fn(self, *args, **kwargs) written into self: by its first op call's out_impl when NOTE [ In-place ops
+    without a copy ] (_dispatch.py) allows, else computed out of place and copied in (Tensor._inplace_from)."""
+    self._check_inplace()
+    if not _dispatch.INPLACE_OUT:
+        return self._inplace_from(fn(self, *args, **kwargs))
+    _dispatch.inplace_target = self
+    _dispatch.inplace_written = False
+    try:
+        result = fn(self, *args, **kwargs)
+    finally:
+        _dispatch.inplace_target = None
+    if _dispatch.inplace_written:
+        _dispatch.inplace_written = False
+        if result is not self:
+            raise AssertionError(f"{getattr(fn, '__name__', fn)}: its first op call wrote in place, but it returned "
+                                 "another tensor; an op with out_impl must be the function's result")
+        return self
+    return self._inplace_from(result)
 
 
 def write_out(out: Tensor, result: Tensor) -> Tensor:

@@ -55,12 +55,46 @@ def _checked(op):
             raise
 
     op.impl = checked
+    if op.out_impl is not None:
+        op.out_impl = _wrapping_int_scalars(op.out_impl)
     return op
 
 
-def pointwise(name, impl, backward=None, *, rule=promote, saves=SAVE_INPUTS, grad_name=None, upcast_half=True):
+def _wrapping_int_scalars(out_impl):
+    """out_impl with impl's treatment of Python ints beside integer arrays (special_math.wrap_int_scalars)."""
+
+    def wrapped(xp, out, *arrays, **params):
+        if int in map(type, arrays):
+            arrays = special_math.wrap_int_scalars(arrays)
+        return out_impl(xp, out, *arrays, **params)
+
+    return wrapped
+
+
+def pointwise(name, impl, backward=None, *, rule=promote, saves=SAVE_INPUTS, grad_name=None, upcast_half=True,
+              out_impl=None):
+    """A broadcasting pointwise OpDef; out_impl is impl writing into `out` (NOTE [ In-place ops without a copy ]
+    in _dispatch.py), the same operations in the same order so in-place results equal out-of-place ones."""
     return _checked(OpDef(name, impl, backward, dtype_rule=rule, meta=broadcast_meta, saves=saves,
-                          grad_name=grad_name, upcast_half=upcast_half))
+                          grad_name=grad_name, upcast_half=upcast_half, out_impl=out_impl))
+
+
+def _reusing(ufunc, left, right, temporary, out):
+    """ufunc(left, right), one of which is `temporary`, a fresh intermediate of a multi-step out_impl: computed in
+    its memory when it has the output's shape and dtype (one full-size temporary, not two).  Operands keep impl's
+    order: complex multiplication, for one, is not commutative bit for bit."""
+    if type(temporary) is type(out) and temporary.shape == out.shape and temporary.dtype == out.dtype:
+        return ufunc(left, right, out=temporary)
+    return ufunc(left, right)
+
+
+def _ufunc_out(ufunc_name):
+    """out_impl of an op whose impl is the one ufunc `xp.<ufunc_name>` over its operands."""
+
+    def out_impl(xp, out, *arrays):
+        getattr(xp, ufunc_name)(*arrays, out=out)
+
+    return out_impl
 
 
 def _integral_only(name):
@@ -81,8 +115,9 @@ def _scalar_name(d: dt.dtype) -> str:
 
 # ---------------------------------------------------------------- unary math
 
-def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, aliases=(), check=None):
-    op = pointwise(name, impl, backward, rule=rule, saves=saves)
+def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, aliases=(), check=None,
+           out_impl=None):
+    op = pointwise(name, impl, backward, rule=rule, saves=saves, out_impl=out_impl)
 
     def fn(input, *, out=None):
         if check is not None:
@@ -114,34 +149,49 @@ def _no_bool_neg(x):
         )
 
 
-_unary("exp", lambda xp, a: xp.exp(a), lambda ctx, g: g * _conj(ctx.result), saves=SAVE_RESULT)
-_unary("exp2", lambda xp, a: xp.exp2(a), lambda ctx, g: g * _conj(ctx.result) * LN2, saves=SAVE_RESULT)
-_unary("expm1", lambda xp, a: xp.expm1(a), lambda ctx, g: g * (_conj(ctx.result) + 1), saves=SAVE_RESULT)
-_unary("log", lambda xp, a: xp.log(a), lambda ctx, g: g / _conj(_input(ctx)))
-_unary("log2", lambda xp, a: xp.log2(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN2))
-_unary("log10", lambda xp, a: xp.log10(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN10))
-_unary("log1p", lambda xp, a: xp.log1p(a), lambda ctx, g: g / (_conj(_input(ctx)) + 1))
-_unary("sin", lambda xp, a: xp.sin(a), lambda ctx, g: g * _conj(_input(ctx).cos()))
-_unary("cos", lambda xp, a: xp.cos(a), lambda ctx, g: -g * _conj(_input(ctx).sin()))
-_unary("tan", lambda xp, a: xp.tan(a), lambda ctx, g: g * _conj(1 + ctx.result.square()), saves=SAVE_RESULT)
+_unary("exp", lambda xp, a: xp.exp(a), lambda ctx, g: g * _conj(ctx.result), saves=SAVE_RESULT,
+       out_impl=_ufunc_out("exp"))
+_unary("exp2", lambda xp, a: xp.exp2(a), lambda ctx, g: g * _conj(ctx.result) * LN2, saves=SAVE_RESULT,
+       out_impl=_ufunc_out("exp2"))
+_unary("expm1", lambda xp, a: xp.expm1(a), lambda ctx, g: g * (_conj(ctx.result) + 1), saves=SAVE_RESULT,
+       out_impl=_ufunc_out("expm1"))
+_unary("log", lambda xp, a: xp.log(a), lambda ctx, g: g / _conj(_input(ctx)), out_impl=_ufunc_out("log"))
+_unary("log2", lambda xp, a: xp.log2(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN2), out_impl=_ufunc_out("log2"))
+_unary("log10", lambda xp, a: xp.log10(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN10),
+       out_impl=_ufunc_out("log10"))
+_unary("log1p", lambda xp, a: xp.log1p(a), lambda ctx, g: g / (_conj(_input(ctx)) + 1), out_impl=_ufunc_out("log1p"))
+_unary("sin", lambda xp, a: xp.sin(a), lambda ctx, g: g * _conj(_input(ctx).cos()), out_impl=_ufunc_out("sin"))
+_unary("cos", lambda xp, a: xp.cos(a), lambda ctx, g: -g * _conj(_input(ctx).sin()), out_impl=_ufunc_out("cos"))
+_unary("tan", lambda xp, a: xp.tan(a), lambda ctx, g: g * _conj(1 + ctx.result.square()), saves=SAVE_RESULT,
+       out_impl=_ufunc_out("tan"))
 _unary("asin", lambda xp, a: xp.arcsin(a), lambda ctx, g: g * _conj((1 - _input(ctx).square()).rsqrt()),
        aliases=("arcsin",))
 _unary("acos", lambda xp, a: xp.arccos(a), lambda ctx, g: -g * _conj((1 - _input(ctx).square()).rsqrt()),
        aliases=("arccos",))
 _unary("atan", lambda xp, a: xp.arctan(a), lambda ctx, g: g / _conj(1 + _input(ctx).square()), aliases=("arctan",))
-_unary("sinh", lambda xp, a: xp.sinh(a), lambda ctx, g: g * _conj(_input(ctx).cosh()))
-_unary("cosh", lambda xp, a: xp.cosh(a), lambda ctx, g: g * _conj(_input(ctx).sinh()))
-_unary("tanh", lambda xp, a: xp.tanh(a), lambda ctx, g: g * _conj(1 - ctx.result.square()), saves=SAVE_RESULT)
+_unary("sinh", lambda xp, a: xp.sinh(a), lambda ctx, g: g * _conj(_input(ctx).cosh()), out_impl=_ufunc_out("sinh"))
+_unary("cosh", lambda xp, a: xp.cosh(a), lambda ctx, g: g * _conj(_input(ctx).sinh()), out_impl=_ufunc_out("cosh"))
+_unary("tanh", lambda xp, a: xp.tanh(a), lambda ctx, g: g * _conj(1 - ctx.result.square()), saves=SAVE_RESULT,
+       out_impl=_ufunc_out("tanh"))
 _unary("asinh", lambda xp, a: xp.arcsinh(a), lambda ctx, g: g * _conj((_input(ctx).square() + 1).rsqrt()),
        aliases=("arcsinh",))
 _unary("acosh", lambda xp, a: xp.arccosh(a),
        lambda ctx, g: g * _conj(((_input(ctx) - 1) * (_input(ctx) + 1)).rsqrt()), aliases=("arccosh",))
 _unary("atanh", lambda xp, a: xp.arctanh(a), lambda ctx, g: g / _conj(1 - _input(ctx).square()),
        aliases=("arctanh",))
-_unary("sqrt", lambda xp, a: xp.sqrt(a), lambda ctx, g: g / (2 * _conj(ctx.result)), saves=SAVE_RESULT)
-_unary("rsqrt", lambda xp, a: 1 / xp.sqrt(a), lambda ctx, g: -0.5 * g * _conj(ctx.result) ** 3, saves=SAVE_RESULT)
+_unary("sqrt", lambda xp, a: xp.sqrt(a), lambda ctx, g: g / (2 * _conj(ctx.result)), saves=SAVE_RESULT,
+       out_impl=_ufunc_out("sqrt"))
+
+
+def _rsqrt_out(xp, out, a):
+    xp.sqrt(a, out=out)
+    xp.divide(1, out, out=out)
+
+
+_unary("rsqrt", lambda xp, a: 1 / xp.sqrt(a), lambda ctx, g: -0.5 * g * _conj(ctx.result) ** 3, saves=SAVE_RESULT,
+       out_impl=_rsqrt_out)
 _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda ctx, g: -g * _conj(ctx.result.square()),
-       saves=SAVE_RESULT)
+       saves=SAVE_RESULT, out_impl=_ufunc_out("reciprocal"))
 _unary("sigmoid", lambda xp, a: special_math.sigmoid(xp, a),
        lambda ctx, g: g * _conj(ctx.result * (1 - ctx.result)), saves=SAVE_RESULT)
 _unary("erf", lambda xp, a: special_math.erf(xp, a),
@@ -163,7 +213,7 @@ def _sinc_grad(x):
 
 # Ops that keep integral dtypes (torch's "promote" rule) rather than going to float.
 _unary("neg", lambda xp, a: xp.negative(a), lambda ctx, g: -g, rule=promote, saves=0, aliases=("negative",),
-       check=_no_bool_neg)
+       check=_no_bool_neg, out_impl=_ufunc_out("negative"))
 def _square_rule(args, params):
     """square is pow(x, 2): bool squares to int64 (torch promotes bool with the int exponent)."""
     dtype = args[0]._dtype
@@ -188,7 +238,7 @@ def _sign_rule(args, params):
 
 _unary("square", lambda xp, a: a * a, lambda ctx, g: 2 * g * _conj(_input(ctx)), rule=_square_rule)
 _unary("abs", lambda xp, a: xp.abs(a), lambda ctx, g: g * _input(ctx).sgn(), rule=_abs_rule,
-       aliases=("absolute",))
+       aliases=("absolute",), out_impl=_ufunc_out("abs"))
 _unary("sign", special_math.sign_real, lambda ctx, g: _zeros_like(g), rule=_sign_rule, saves=0)
 _unary("sgn", lambda xp, a: special_math.sgn(xp, a), lambda ctx, g: special_math.sgn_backward(ctx, g),
        rule=promote, saves=BOTH)
@@ -264,16 +314,31 @@ def _sub_impl(xp, a, b, alpha=1):
     return a - b if alpha == 1 else a - special_math.scalar_like(alpha, b) * b
 
 
+def _add_out(xp, out, a, b, alpha=1):
+    if alpha == 1:
+        xp.add(a, b, out=out)
+    else:
+        xp.add(a, special_math.scalar_like(alpha, b) * b, out=out, casting="unsafe")
+
+
+def _sub_out(xp, out, a, b, alpha=1):
+    if alpha == 1:
+        xp.subtract(a, b, out=out)
+    else:
+        xp.subtract(a, special_math.scalar_like(alpha, b) * b, out=out, casting="unsafe")
+
+
 def _alpha(ctx):
     return ctx.params.get("alpha", 1)
 
 
-_ADD = pointwise("add", _add_impl, lambda ctx, g: (g, g * _conj(_alpha(ctx)) if _alpha(ctx) != 1 else g), saves=0)
-_SUB = pointwise("sub", _sub_impl, lambda ctx, g: (g, -g * _conj(_alpha(ctx))), saves=0)
+_ADD = pointwise("add", _add_impl, lambda ctx, g: (g, g * _conj(_alpha(ctx)) if _alpha(ctx) != 1 else g), saves=0,
+                 out_impl=_add_out)
+_SUB = pointwise("sub", _sub_impl, lambda ctx, g: (g, -g * _conj(_alpha(ctx))), saves=0, out_impl=_sub_out)
 _MUL = pointwise("mul", lambda xp, a, b: a * b,
-                 lambda ctx, g: (g * _conj(ctx.inputs[1]), g * _conj(ctx.inputs[0])))
+                 lambda ctx, g: (g * _conj(ctx.inputs[1]), g * _conj(ctx.inputs[0])), out_impl=_ufunc_out("multiply"))
 _DIV = pointwise("div", lambda xp, a, b: a / b, lambda ctx, g: _div_backward(ctx, g), rule=promote_float,
-                 saves=BOTH)
+                 saves=BOTH, out_impl=_ufunc_out("true_divide"))
 
 
 def _div_backward(ctx, g):
@@ -447,7 +512,13 @@ def _pow_backward(ctx, g):
     return grad_base, grad_exponent
 
 
-_POW = pointwise("pow", special_math.power, _pow_backward, saves=BOTH, rule=_pow_rule)
+def _pow_out(xp, out, a, b):
+    if out.dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu" and np.any(np.asarray(b) < 0):
+        return NotImplemented  # torch's integer pow of negative exponents (special_math.power): out of place
+    xp.power(a, b, out=out)
+
+
+_POW = pointwise("pow", special_math.power, _pow_backward, saves=BOTH, rule=_pow_rule, out_impl=_pow_out)
 
 
 @export(inplace=True)
@@ -508,11 +579,13 @@ def _fmax_backward(ctx, g, comparison):
 
 
 _MAXIMUM = pointwise("maximum", lambda xp, a, b: xp.maximum(a, b),
-                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a > b))
+                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a > b), out_impl=_ufunc_out("maximum"))
 _MINIMUM = pointwise("minimum", lambda xp, a, b: xp.minimum(a, b),
-                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a < b))
-_FMAX = pointwise("fmax", lambda xp, a, b: xp.fmax(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a >= b))
-_FMIN = pointwise("fmin", lambda xp, a, b: xp.fmin(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a <= b))
+                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a < b), out_impl=_ufunc_out("minimum"))
+_FMAX = pointwise("fmax", lambda xp, a, b: xp.fmax(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a >= b),
+                  out_impl=_ufunc_out("fmax"))
+_FMIN = pointwise("fmin", lambda xp, a, b: xp.fmin(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a <= b),
+                  out_impl=_ufunc_out("fmin"))
 _HYPOT = pointwise("hypot", lambda xp, a, b: xp.hypot(a, b),
                    lambda ctx, g: (g * ctx.inputs[0] / ctx.result, g * ctx.inputs[1] / ctx.result),
                    rule=promote_float, saves=BOTH)
@@ -635,7 +708,14 @@ def _c_type_name(dtype: dt.dtype) -> str:
     return dt.CPP_TYPE_NAMES[dtype.name]
 
 
-_LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g))
+def _lerp_out(xp, out, a, b, w):
+    difference = b - a
+    step = _reusing(xp.multiply, w, difference, difference, out)
+    xp.add(a, step, out=out, casting="unsafe")
+
+
+_LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g),
+                  out_impl=_lerp_out)
 
 
 def _lerp_backward(ctx, g):
@@ -667,9 +747,22 @@ def _addcdiv_backward(ctx, g):
     return g, g * _conj(value / t2), -g * _conj(value * t1 / t2.square())
 
 
+def _addcmul_out(xp, out, a, t1, t2, value=1):
+    scaled = special_math.scalar_like(value, t1) * t1
+    product = _reusing(xp.multiply, scaled, t2, scaled, out)
+    xp.add(a, product, out=out, casting="unsafe")
+
+
+def _addcdiv_out(xp, out, a, t1, t2, value=1):
+    scaled = value * t1
+    quotient = _reusing(xp.true_divide, scaled, t2, scaled, out)
+    xp.add(a, quotient, out=out, casting="unsafe")
+
+
 _ADDCMUL = pointwise("addcmul", lambda xp, a, t1, t2, value=1: a + special_math.scalar_like(value, t1) * t1 * t2,
-                     _addcmul_backward)
-_ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward)
+                     _addcmul_backward, out_impl=_addcmul_out)
+_ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward,
+                     out_impl=_addcdiv_out)
 
 
 @export(inplace=True)
@@ -708,7 +801,15 @@ def _clamp_backward(ctx, g):
     return where(inside, g, 0.0), grad_low, grad_high
 
 
-_CLAMP = pointwise("clamp", special_math.clamp, _clamp_backward, grad_name=None)
+def _clamp_out(xp, out, a, low, high):
+    if low is not None:
+        xp.maximum(a, low, out=out)
+        a = out
+    if high is not None:
+        xp.minimum(a, high, out=out)
+
+
+_CLAMP = pointwise("clamp", special_math.clamp, _clamp_backward, grad_name=None, out_impl=_clamp_out)
 
 
 @export(inplace=True, aliases=("clip",))

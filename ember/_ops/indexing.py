@@ -13,10 +13,10 @@ import numbers
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._backends import MetaArray, to_host
-from .. import _dispatch
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim, write_array
 from ._api import export, finish_out

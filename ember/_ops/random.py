@@ -24,7 +24,7 @@ from .._backends import MetaArray
 from .._device import as_device
 from .._dispatch import OpDef, call, device_module
 from .._tensor import SCALAR_NAMES, Tensor
-from ._api import export, write_out
+from ._api import export, inplace_call, write_out
 from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.manual_seed ...
     Generator,
     _device_generators,
@@ -652,12 +652,17 @@ def _fill_tensor_backward(ctx, grad):
     return (zeros_like(grad) if needs_self else None, grad.sum() if needs_value else None)
 
 
+def _fill_scalar_out(xp, out, a, value, dtype):
+    out.fill(value)
+
+
 _FILL_SCALAR = OpDef("fill", _fill_scalar_impl, _zero_grads, dtype_rule=_result_dtype, meta=_shape_of_first,
-                     upcast_half=False, grad_name="FillBackward2")
+                     upcast_half=False, grad_name="FillBackward2", out_impl=_fill_scalar_out)
 _FILL_TENSOR = OpDef("fill", _fill_tensor_impl, _fill_tensor_backward, dtype_rule=_result_dtype,
                      meta=_shape_of_first, upcast_half=False, grad_name="FillBackward3")
 _ZERO = OpDef("zero", lambda xp, a, dtype: xp.zeros(a.shape, dtype.np_dtype), _zero_grads, dtype_rule=_result_dtype,
-              meta=_shape_of_first, upcast_half=False, grad_name="ZeroBackward0")
+              meta=_shape_of_first, upcast_half=False, grad_name="ZeroBackward0",
+              out_impl=lambda xp, out, a, dtype: out.fill(0))
 
 
 def _fill_result(input: Tensor, value) -> Tensor:
@@ -680,8 +685,7 @@ def _fill_result(input: Tensor, value) -> Tensor:
 @export
 def fill_(input: Tensor, value) -> Tensor:
     """Set every element to `value` (a number or a 0-d tensor); the old values get no gradient."""
-    input._check_inplace()
-    return input._inplace_from(_fill_result(input, value))
+    return inplace_call(input, _fill_result, value)
 
 
 @export(method=False)
@@ -693,5 +697,8 @@ def fill(input: Tensor, value) -> Tensor:
 @export
 def zero_(input: Tensor) -> Tensor:
     """Set every element to zero."""
-    input._check_inplace()
-    return input._inplace_from(call(_ZERO, (input,), {"dtype": input._dtype}))
+    return inplace_call(input, _zero_result)
+
+
+def _zero_result(input: Tensor) -> Tensor:
+    return call(_ZERO, (input,), {"dtype": input._dtype})

@@ -11,6 +11,15 @@ decomposition, so `foreach`, `fused` and `capturable` are accepted as modes
 and all run this same code; a compiler can fuse the sequence of list ops into
 one kernel per group.
 
+Every in-place list op writes straight into its tensors (NOTE [ In-place ops
+without a copy ] in ember/_dispatch.py: the step runs under no_grad).  Two
+kinds of chain run tensor by tensor instead (`each`, same ops, same values):
+one that needs a full-size temporary per tensor (Adam's denominator), since a
+list-wide op would hold a temporary for every tensor at once -- memory the
+allocator faults in afresh each step -- where one tensor's temporary is reused,
+cache-warm, by the next; and a short chain over one buffer (SGD's momentum,
+then the update from it), which then reads the buffer from cache, not memory.
+
 Arguments are matched element by element when they are a list, tuple or
 TensorList (other tensors, or per-tensor scalars such as bias corrections
 computed from each parameter's own step count), and broadcast otherwise
@@ -85,7 +94,7 @@ def _method(name: str):
 # The tensor methods the optimizers use; in-place ones return the same tensors (so calls chain).
 for _name in (
     "abs", "add", "add_", "addcdiv", "addcdiv_", "addcmul", "addcmul_", "clamp_", "clone", "copy_", "detach",
-    "div", "div_", "eq", "fill_", "gt", "lerp_", "lt", "maximum", "mul", "mul_", "neg", "sign", "sqrt",
+    "div", "div_", "eq", "fill_", "gt", "lerp_", "lt", "maximum", "maximum_", "mul", "mul_", "neg", "sign", "sqrt",
     "sqrt_", "sub", "sub_", "zero_",
 ):
     setattr(TensorList, _name, _method(_name))
@@ -94,7 +103,14 @@ del _name
 
 def maximum_(target: TensorList, other: TensorList) -> TensorList:
     """target = max(target, other) in place (torch.maximum(a, b, out=a))."""
-    return target.copy_(target.maximum(other))
+    return target.maximum_(other)
+
+
+def each(fn, *lists) -> None:
+    """fn(*values) at each position of the lists (tensors, per-tensor scalars): a chain of ops run tensor by
+    tensor, so its temporaries and buffers stay cache-sized; see the module docstring."""
+    for values in zip(*lists):
+        fn(*values)
 
 
 def where_(condition: TensorList, value, target: TensorList):

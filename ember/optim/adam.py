@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import zeros_like
 from .._tensor import Tensor
-from ._multi_tensor import TensorList, maximum_
+from ._multi_tensor import TensorList, each, maximum_
 from .optimizer import (
     Optimizer,
     check_fused_flags,
@@ -46,6 +46,8 @@ def _prepare_grads(group, params: TensorList, grads: TensorList, lr: float) -> T
     if weight_decay != 0:
         if group.get("decoupled_weight_decay", False):
             params.mul_(value_of(1 - lr * weight_decay))
+        elif group["maximize"]:
+            grads.add_(params, alpha=weight_decay)  # already a new list (torch's foreach path does the same)
         else:
             grads = grads.add(params, alpha=weight_decay)
     return grads
@@ -130,8 +132,13 @@ class Adam(Optimizer):
         second_moment = exp_avg_sqs
         if group["amsgrad"]:
             second_moment = maximum_(state["max_exp_avg_sq"], exp_avg_sqs)
-        denom = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
-        params.addcdiv_(exp_avgs, denom, value=step_sizes)
+        eps = group["eps"]
+
+        def apply_update(param, exp_avg, second, correction, step_size):
+            denom = second.sqrt().div_(correction).add_(eps)  # one tensor's temporary at a time (`each`)
+            param.addcdiv_(exp_avg, denom, value=step_size)
+
+        each(apply_update, params, exp_avgs, second_moment, bias_correction2_sqrt, step_sizes)
 
 
 class AdamW(Adam):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import as_tensor, zeros_like
 from .._tensor import Tensor
-from ._multi_tensor import TensorList
+from ._multi_tensor import TensorList, each
 from .optimizer import (
     Optimizer,
     check_fused_flags,
@@ -31,11 +31,15 @@ def _check_lr(lr) -> None:
 
 
 def _directional_grads(grads: TensorList, params: TensorList, maximize: bool, weight_decay) -> TensorList:
-    """The gradient the update follows: negated under `maximize`, plus L2 weight decay (out of place)."""
+    """The gradient the update follows: negated under `maximize`, plus L2 weight decay (the .grads untouched:
+    the first of these makes new tensors, the second adds into them)."""
     if maximize:
         grads = grads.neg()
     if weight_decay != 0:
-        grads = grads.add(params, alpha=value_of(weight_decay))
+        if maximize:
+            grads.add_(params, alpha=value_of(weight_decay))
+        else:
+            grads = grads.add(params, alpha=value_of(weight_decay))
     return grads
 
 
@@ -99,36 +103,33 @@ class SGD(Optimizer):
         lr = to_scalar(group["lr"])
         momentum, dampening = group["momentum"], group["dampening"]
         grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
-        if momentum != 0:
-            buffers = self._momentum_buffers(params, grads)
-            buffers.existing.mul_(momentum).add_(buffers.existing_grads, alpha=1 - dampening)
-            if group["nesterov"]:
-                grads = grads.add(buffers.all, alpha=momentum)
-            else:
-                grads = buffers.all
-        params.add_(grads, alpha=value_of(-lr))
+        step = value_of(-lr)
+        if momentum == 0:
+            params.add_(grads, alpha=step)
+            return
+        buffers, is_new = self._momentum_buffers(params, grads)
+        nesterov = group["nesterov"]
+
+        def apply_update(param, grad, buffer, new):
+            # one tensor's whole chain, so its buffer is still in cache for the update (see `each`)
+            if not new:
+                buffer.mul_(momentum).add_(grad, alpha=1 - dampening)
+            param.add_(grad.add(buffer, alpha=momentum) if nesterov else buffer, alpha=step)
+
+        each(apply_update, params, grads, buffers, is_new)
 
     def _momentum_buffers(self, params: TensorList, grads: TensorList):
-        """Each param's momentum buffer; a param seen for the first time gets a copy of its grad (torch's rule),
-        and is left out of this step's momentum update."""
-        existing, existing_grads, every = TensorList(), TensorList(), TensorList()
+        """Each param's momentum buffer, and whether it is new: a param seen for the first time gets a copy of its
+        grad (torch's rule), and is left out of this step's momentum update."""
+        buffers, is_new = TensorList(), []
         for p, g in zip(params, grads):
             state = self.state[p]
             buffer = state.get("momentum_buffer")
+            is_new.append(buffer is None)
             if buffer is None:
                 buffer = state["momentum_buffer"] = g.detach().clone()
-            else:
-                existing.append(buffer)
-                existing_grads.append(g)
-            every.append(buffer)
-        return _Buffers(existing, existing_grads, every)
-
-
-class _Buffers:
-    __slots__ = ("existing", "existing_grads", "all")
-
-    def __init__(self, existing, existing_grads, every) -> None:
-        self.existing, self.existing_grads, self.all = existing, existing_grads, every
+            buffers.append(buffer)
+        return buffers, is_new
 
 
 class ASGD(Optimizer):
