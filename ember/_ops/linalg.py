@@ -159,14 +159,18 @@ def _check_bmm_shapes(a_shape, b_shape, batch: int) -> None:
 @export
 def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     """The matrix product of two 2-D tensors (torch.mm)."""
-    if input.ndim != 2:
+    a, b = input._data, mat2._data  # checks read the arrays' shapes: this is on every small matmul's path
+    if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
-    if mat2.ndim != 2:
+    if b.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
-    _check_mm_shapes(input.shape, mat2.shape)
-    _check_same_dtype_mm(input, mat2)
-    _no_bool("addmm_impl_cpu_", input)
-    return finish_out(call(_MM, (input, mat2)), out)
+    _check_mm_shapes(a.shape, b.shape)
+    if input._dtype is not mat2._dtype:
+        _check_same_dtype_mm(input, mat2)
+    if input._dtype is dt.bool_:
+        _no_bool("addmm_impl_cpu_", input)
+    result = call(_MM, (input, mat2))
+    return result if out is None else finish_out(result, out)
 
 
 @export

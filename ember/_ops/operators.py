@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from . import comparison, indexing, reduction, views
+from . import comparison, indexing, linalg, reduction, views
 from . import elementwise as ew
 
 
@@ -28,14 +28,10 @@ def _invert(self):
 
 
 def _matmul(self, other):
-    from . import linalg
-
     return linalg.matmul(self, other)
 
 
 def _rmatmul(self, other):
-    from . import linalg
-
     return linalg.matmul(other, self)
 
 
