@@ -10,7 +10,9 @@ Pointwise ops join a group when their output has the group's full (or row) shape
 sum/mean/amax over the last dim take an elem value to a row value; softmax,
 log_softmax and layer norm over the last dim are spelled out as those primitives.
 A node may join a group only if none of its other inputs depends on the group
-(no cycles); groups of one plain pointwise op are left as eager calls (no gain).
+(no cycles); groups of one cheap pointwise op are left as eager calls (no gain), but
+one op in SINGLE_WORTH (GELU between two linears: eager computes erf as a NumPy
+polynomial, ~10 array passes forward and more backward) gets its kernel.
 
 Kernel micro-IR: a list of steps, each a temporary, printed by a printer
 (codegen.py).  ("load", name, level, arg), ("op", name, level, c, numpy, deps),
@@ -27,6 +29,8 @@ from . import lowering
 from .graph import Node, Value
 
 FLOAT_TYPES = ("float32", "float64")
+# ops worth a kernel on their own: eager spells them as several NumPy passes (forward and backward)
+SINGLE_WORTH = frozenset({"gelu", "erf", "silu", "sigmoid"})
 
 
 class FusionGroup:
@@ -201,7 +205,8 @@ def find_groups(nodes: list, min_size: int = 2) -> list:
     worth = []
     for group in groups:
         kinds = {kind_of(n) for n in group.nodes}
-        if len(group.nodes) >= min_size or kinds & {"reduce", "composite"}:
+        if len(group.nodes) >= min_size or kinds & {"reduce", "composite"} or (
+                len(group.nodes) == 1 and group.nodes[0].op.name in SINGLE_WORTH):
             worth.append(group)
     return worth
 

@@ -13,7 +13,6 @@
 #define T float
 void fused_native_layer_norm_gelu_add_0(const T* restrict a0, const T* restrict a1, const T* restrict a2, float* restrict out0, long R, long K)
 {
-    #pragma omp parallel for if(R * K > 32768) schedule(static)
     for (long r = 0; r < R; r++) {
         double r2_acc = 0.0;
         #pragma omp simd reduction(+:r2_acc)

@@ -11,7 +11,6 @@
 #define T float
 void fused_softmax_0(const T* restrict a0, float* restrict out0, long R, long K)
 {
-    #pragma omp parallel for if(R * K > 32768) schedule(static)
     for (long r = 0; r < R; r++) {
         T r2_acc = -INFINITY;
         int r2_nan = 0;
