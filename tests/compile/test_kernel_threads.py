@@ -2,7 +2,6 @@
 a NumPy polynomial), kernels split rows over a thread pool with results equal to one thread, and the
 libraries use no OpenMP thread team (its spin-waiting workers slowed the BLAS calls that follow)."""
 
-import shutil
 
 import numpy as np
 import pytest
