@@ -9,6 +9,8 @@ also what moves the data along (see docs/distributed.md, "Overlap").
 
 from __future__ import annotations
 
+import os
+
 from ._communicator import Communicator, Request
 
 
@@ -23,6 +25,10 @@ def load_mpi():
             "from your system's packages and then `pip install mpi4py`"
         ) from error
     mpi4py.rc.thread_level = "serialized"
+    # Open MPI's default non-blocking all-reduce (libnbc) is ~3x slower than its blocking one on large buffers;
+    # the ring algorithm matches or beats it (measured 16 MiB, 2 ranks: 8.7 ms -> 2.5 ms vs 3.0 ms blocking).
+    # Read when MPI initialises; a value the user set wins.
+    os.environ.setdefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1")
     from mpi4py import MPI
 
     return MPI
