@@ -1,0 +1,476 @@
+"""nn.functional losses: every loss of torch.nn.functional, as decompositions into registry ops.
+
+Reductions follow torch (`reduction` 'none'/'mean'/'sum' and the legacy size_average/reduce); class targets are
+range-checked by an op (so a compiled graph keeps the check without reading values into Python).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from .. import _dtype as dt
+from .._dispatch import OpDef, call, keep
+from .._tensor import Tensor
+from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, softplus
+
+__all__ = [
+    "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "multilabel_soft_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "ctc_loss",
+]
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _check_same_size(input: Tensor, target: Tensor, name: str) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This will "
+            "likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    _check_same_size(input, target, "mse_loss")
+    loss = (input - target).square()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    _check_same_size(input, target, "l1_loss")
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    from .. import where
+
+    diff = (input - target).abs()
+    loss = where(diff < delta, 0.5 * diff.square(), delta * (diff - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    from .. import where
+
+    diff = (input - target).abs()
+    if beta == 0.0:
+        loss = diff
+    else:
+        loss = where(diff < beta, 0.5 * diff.square() / beta, diff - 0.5 * beta)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of class indices over input of shape (N, C, d1, ...) or (C,)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    unbatched = input.ndim == 1
+    if unbatched:
+        if target.ndim != 0:
+            raise ValueError(f"Expected input batch_size ({1}) to match target batch_size ({target.shape[0]}).")
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    elif input.shape[0] != (target.shape[0] if target.ndim else 1):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.ndim else 1}).")
+    if target._dtype is not dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
+    classes = input.shape[1]
+    target = call(_TARGET_CHECK, (target,), {"ignore_index": ignore_index, "classes": classes})
+    valid = target != ignore_index
+    safe_target = target.masked_fill(~valid, 0)
+    picked = input.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    if weight is not None:
+        w = weight.gather(0, safe_target.reshape(-1)).reshape(safe_target.shape) * valid
+    else:
+        w = valid.to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _target_check_impl(xp, target, ignore_index, classes):
+    """Raise torch's IndexError for class targets out of range; an op (not Python reads of values) so that a
+    compiled graph keeps the check and does not break on it."""
+    labels = target[target != ignore_index]
+    if labels.size:
+        low, high = int(labels.min()), int(labels.max())
+        if low < 0 or high >= classes:
+            raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    return target
+
+
+_TARGET_CHECK = OpDef("nll_target_check", _target_check_impl, None, dtype_rule=keep, view=True, upcast_half=False,
+                      meta=lambda args, params: tuple(args[0].shape))
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over dim 1 (or 0 for unbatched input) followed by NLL, with class-probability targets too."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, class_dim)
+    if target.is_floating_point():
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                               f"({target.shape[0]}).")
+        classes = input.shape[class_dim]
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        if weight is not None:
+            shape = [1] * input.ndim
+            shape[class_dim] = classes
+            logp = logp * weight.reshape(shape)
+        loss = -(logp * target).sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // classes if input.ndim > 1 else 1)
+        return _reduce(loss, reduction)
+    if label_smoothing <= 0:
+        return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    classes = input.shape[class_dim]
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction="none")
+    valid = (target != ignore_index)
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[class_dim] = classes
+        smooth = -(logp * weight.reshape(shape)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = smooth * valid
+    if reduction == "none":
+        return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+    if reduction == "sum":
+        return nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes)
+    if weight is not None:
+        denominator = weight.gather(0, target.masked_fill(~valid, 0).reshape(-1)).reshape(target.shape)
+        denominator = (denominator * valid).sum()
+    else:
+        denominator = valid.sum()
+    return (nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes)) / denominator
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
+                         "is deprecated. Please ensure they have the same size.")
+    if input.numel() and (float(input.min().item()) < 0 or float(input.max().item()) > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    # torch clamps the log terms at -100 so that 0 and 1 give finite losses.
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average=None, reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input - log_weight * logsigmoid(input)
+    else:
+        loss = (1 - target) * input - logsigmoid(input)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = target.xlogy(target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    loss = softplus(-target * input)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:
+    from .. import where
+
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + where(target > 1, stirling, stirling * 0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    if not isinstance(var, Tensor):
+        var = input.new_full((), float(var))
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1:
+            pass
+        elif var.numel() != 1:
+            raise ValueError("var is of incorrect size")
+    if (var < 0).any().item():
+        raise ValueError("var has negative entry/entries")
+    var = var.clamp(min=eps)
+    loss = 0.5 * (var.log() + (input - target).square() / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, size_average=None,
+                        reduce=None, reduction: str = "mean") -> Tensor:
+    loss = (-target * (input1 - input2) + margin).clamp_min(0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean") -> Tensor:
+    from .. import where
+
+    margin_clamp = (margin - input).clamp_min(0)
+    output_margin = where(target != 1, margin_clamp, margin_clamp * 0)
+    output_self = where(target != -1, input, input * 0)
+    return _reduce(output_margin + output_self, _legacy_reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, size_average=None,
+                          reduce=None, reduction: str = "mean") -> Tensor:
+    from .. import where
+
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(-1)
+    mag_square1 = (input1 * input1).sum(-1) + eps
+    mag_square2 = (input2 * input2).sum(-1) + eps
+    cos = prod_sum / (mag_square1 * mag_square2).sqrt()
+    pos = 1 - cos
+    neg = (cos - margin).clamp_min(0)
+    loss = where(target == 1, pos, pos * 0) + where(target == -1, neg, neg * 0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                                reduce=None, reduction: str = "mean") -> Tensor:
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean") -> Tensor:
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from .. import minimum
+
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = (d_pos - d_neg + margin).clamp_min(0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    distance = distance_function or pairwise_distance
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        from .. import minimum
+
+        d_neg = minimum(d_neg, distance(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """sum_j max(0, margin - x[y] + x[j])^p / C over j != y (torch.nn.MultiMarginLoss)."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    unbatched = input.ndim == 1
+    x = input.unsqueeze(0) if unbatched else input
+    y = target.reshape(-1)
+    picked = x.gather(1, y.unsqueeze(1))
+    losses = (margin - picked + x).clamp_min(0)
+    if p == 2:
+        losses = losses.square()
+    if weight is not None:
+        losses = losses * weight.gather(0, y).unsqueeze(1)
+    classes = x.shape[1]
+    mask = one_hot(y, classes).to(losses.dtype)
+    loss = (losses * (1 - mask)).sum(1) / classes
+    if unbatched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """sum over target classes j (until the first -1) and non-target i of max(0, 1 - (x[j] - x[i])) / C."""
+    unbatched = input.ndim == 1
+    x = input.unsqueeze(0) if unbatched else input
+    t = target.unsqueeze(0) if unbatched else target
+    classes = x.shape[1]
+    losses = []
+    for row in range(x.shape[0]):
+        labels = []
+        for value in t[row].tolist():
+            if value < 0:
+                break
+            labels.append(int(value))
+        if not labels:
+            losses.append(x[row].sum() * 0)
+            continue
+        from .. import tensor
+
+        is_target = [False] * classes
+        for j in labels:
+            is_target[j] = True
+        target_index = tensor(labels, dtype=dt.int64)
+        others = tensor([i for i in range(classes) if not is_target[i]], dtype=dt.int64)
+        xj = x[row].index_select(0, target_index).unsqueeze(1)
+        xi = x[row].index_select(0, others).unsqueeze(0)
+        losses.append((1 - (xj - xi)).clamp_min(0).sum() / classes)
+    from .. import stack
+
+    loss = stack(losses)
+    if unbatched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def _int_list(values) -> list:
+    if isinstance(values, Tensor):
+        return [int(v) for v in values.reshape(-1).tolist()]
+    if isinstance(values, int):
+        return [values]
+    return [int(v) for v in values]
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist temporal classification loss by the forward (alpha) recursion in log space.
+
+    log_probs: (T, N, C) or (T, C); targets: (N, S) padded or 1-D concatenated.  Written with ember ops
+    (logsumexp over the allowed transitions), so the gradient is the recursion's own.
+    """
+    from .. import cat, full, stack, tensor
+
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.ndim == 1 else targets
+    input_lengths = _int_list(input_lengths)
+    target_lengths = _int_list(target_lengths)
+    batch = log_probs.shape[1]
+    if targets.ndim == 2 and target_lengths and max(target_lengths) > targets.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} at dimension 1, but got size "
+                           f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
+                           "ctc_loss_allocate_outputs)")
+    losses = []
+    offset = 0
+    # A finite stand-in for log(0): logsumexp's gradient over all-(-inf) entries would be nan.
+    negative_inf = -1e30
+    for b in range(batch):
+        length = target_lengths[b]
+        if targets.ndim == 2:
+            labels = [int(v) for v in targets[b, :length].tolist()]
+        else:
+            labels = [int(v) for v in targets[offset:offset + length].tolist()]
+            offset += length
+        extended = [blank]
+        for label in labels:
+            extended += [label, blank]
+        states = len(extended)
+        index = tensor(extended, dtype=dt.int64)
+        allow_skip = [False, False] + [extended[s] != blank and extended[s] != extended[s - 2]
+                                       for s in range(2, states)]
+        skip_mask = tensor(allow_skip)
+        steps = input_lengths[b]
+        emissions = log_probs[:steps, b].index_select(1, index)
+        start = full((states,), negative_inf, dtype=log_probs.dtype)
+        alpha = cat([emissions[0, :min(2, states)], start[min(2, states):]])
+        for t in range(1, steps):
+            stay = alpha
+            step = cat([full((1,), negative_inf, dtype=alpha.dtype), alpha[:-1]])
+            skip = cat([full((2,), negative_inf, dtype=alpha.dtype), alpha[:-2]]).masked_fill(~skip_mask,
+                                                                                             negative_inf)
+            alpha = stack([stay, step, skip]).logsumexp(0) + emissions[t]
+        tail = alpha[-2:] if states > 1 else alpha[-1:]
+        loss = -tail.logsumexp(0)
+        # torch's ctc backward returns exp(log_probs) - posterior, i.e. it assumes log_probs came from
+        # log_softmax (through which the extra exp(log_probs) term cancels).  Add a zero-valued term with
+        # exactly that gradient so direct gradients w.r.t. log_probs match torch's too.
+        normaliser = log_probs[:steps, b].exp().sum()
+        loss = loss + (normaliser - normaliser.detach())
+        loss = loss.masked_fill(loss > 1e29, float("inf"))  # no valid alignment: torch's inf
+        if zero_infinity:
+            loss = loss.masked_fill(loss == float("inf"), 0.0)
+        losses.append(loss)
+    loss = stack(losses)
+    if reduction == "mean":
+        lengths = tensor([max(n, 1) for n in target_lengths], dtype=loss.dtype)
+        return (loss / lengths).mean()
+    if unbatched and reduction == "none":
+        return loss.squeeze(0)
+    return _reduce(loss, reduction)
