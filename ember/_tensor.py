@@ -380,9 +380,9 @@ class Tensor:
         self._view_version = version
         base = self._base
         if base._requires_grad:
-            from ._ops import views
+            from ._ops import view_nodes
 
-            node = views.as_strided_view_node(base, self)
+            node = view_nodes.as_strided_view_node(base, self)
             self._grad_fn = node
             self._output_nr = 0
             self._requires_grad = True
@@ -500,9 +500,9 @@ class Tensor:
                 self._output_nr = result._output_nr
                 self._requires_grad = True
             else:
-                from ._ops import views
+                from ._ops import view_nodes
 
-                views.rebase_view(self, result)
+                view_nodes.rebase_view(self, result)
         if _dispatch.tracer is not None:  # ember.compile: this tensor now stands for result's value
             _dispatch.tracer.inplace(self, result)
         return self

@@ -363,14 +363,14 @@ def _rebase(ctx, value, nr: int, is_input: bool, tensor_count: int) -> None:
                 "a single Tensor and a second one that does the other operations). You can ask on the forum "
                 "https://discuss.pytorch.org/ if you need help to do this change."
             )
-        from .._ops import views
+        from .._ops import view_nodes
         from .._tensor import Tensor
 
         result = Tensor._make(value._data, value._dtype, value._device, value._storage)
         result._grad_fn = ctx
         result._output_nr = nr
         result._requires_grad = True
-        views.rebase_view(value, result)
+        view_nodes.rebase_view(value, result)
         return
     value._grad_fn = ctx
     value._output_nr = nr

@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     reduction,
     scan,
     sorting,
+    view_nodes,
     views,
 )
 from ._api import FUNCTIONS, METHODS, install

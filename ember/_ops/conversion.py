@@ -77,7 +77,7 @@ def _move(tensor: Tensor, device) -> Tensor:
     out = Tensor._make(moved, tensor._dtype, device)
     if tensor._requires_grad:
         from .._autograd.grad_mode import state
-        from .views import _manual_node
+        from .view_nodes import _manual_node
 
         if state.enabled:
             node = _manual_node(_TO_DEVICE, {"device": tensor._device}, (tensor,), out)
