@@ -334,9 +334,24 @@ def _alpha(ctx):
 
 _ADD = pointwise("add", _add_impl, lambda ctx, g: (g, g * _conj(_alpha(ctx)) if _alpha(ctx) != 1 else g), saves=0,
                  out_impl=_add_out)
-_SUB = pointwise("sub", _sub_impl, lambda ctx, g: (g, -g * _conj(_alpha(ctx))), saves=0, out_impl=_sub_out)
-_MUL = pointwise("mul", lambda xp, a, b: a * b,
-                 lambda ctx, g: (g * _conj(ctx.inputs[1]), g * _conj(ctx.inputs[0])), out_impl=_ufunc_out("multiply"))
+def _sub_backward(ctx, g):
+    alpha = _alpha(ctx)
+    grad_b = None
+    if ctx.needs_input_grad[1]:
+        grad_b = -g if alpha == 1 else -g * _conj(alpha)
+    return g, grad_b
+
+
+_SUB = pointwise("sub", _sub_impl, _sub_backward, saves=0, out_impl=_sub_out)
+
+
+def _mul_backward(ctx, g):
+    a, b = ctx.inputs
+    need_a, need_b = ctx.needs_input_grad
+    return (g * _conj(b) if need_a else None), (g * _conj(a) if need_b else None)
+
+
+_MUL = pointwise("mul", lambda xp, a, b: a * b, _mul_backward, out_impl=_ufunc_out("multiply"))
 _DIV = pointwise("div", lambda xp, a, b: a / b, lambda ctx, g: _div_backward(ctx, g), rule=promote_float,
                  saves=BOTH, out_impl=_ufunc_out("true_divide"))
 
