@@ -11,12 +11,11 @@ from .. import zeros_like
 from .._tensor import Tensor
 from ._multi_tensor import TensorList, each, maximum_
 from .optimizer import (
-    Optimizer,
+    GroupwiseOptimizer,
     check_fused_flags,
     get_scalar_dtype,
     scalar_tensor,
     to_scalar,
-    use_grad_for_differentiable,
     value_of,
 )
 
@@ -59,7 +58,7 @@ def _init_moments(p, state, group, optimizer_step) -> None:
     state["exp_avg_sq"] = zeros_like(p)
 
 
-class Adam(Optimizer):
+class Adam(GroupwiseOptimizer):
     r"""Adam (Kingma & Ba), with AMSGrad and optional decoupled weight decay, as torch.optim.Adam.
 
     Args:
@@ -104,18 +103,12 @@ class Adam(Optimizer):
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = zeros_like(p)
 
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
-            params, grads, state = self._gather(group, self._initialize, keys, type(self).__name__)
-            if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"] and params:
-                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
-            if params:
-                self._update(group, params, grads, state)
-        return loss
+    def _keys(self, group) -> tuple:
+        return ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+
+    def _check_group(self, group, params) -> None:
+        if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"] and params:
+            raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
@@ -156,7 +149,7 @@ class AdamW(Adam):
             group["decoupled_weight_decay"] = True
 
 
-class Adamax(Optimizer):
+class Adamax(GroupwiseOptimizer):
     r"""Adamax, Adam's infinity-norm variant, as torch.optim.Adamax (lr 2e-3)."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
@@ -173,15 +166,8 @@ class Adamax(Optimizer):
         state["exp_avg"] = zeros_like(p)
         state["exp_inf"] = zeros_like(p)
 
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, state = self._gather(group, self._initialize, ("step", "exp_avg", "exp_inf"), "Adamax")
-            if params:
-                self._update(group, params, grads, state)
-        return loss
+    def _keys(self, group) -> tuple:
+        return ("step", "exp_avg", "exp_inf")
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
@@ -196,7 +182,7 @@ class Adamax(Optimizer):
         params.addcdiv_(exp_avgs, exp_infs, value=step_sizes)
 
 
-class NAdam(Optimizer):
+class NAdam(GroupwiseOptimizer):
     r"""Adam with Nesterov momentum (Dozat), as torch.optim.NAdam (lr 2e-3, momentum_decay 4e-3)."""
 
     _scalar_state_keys = ("step", "mu_product")
@@ -220,16 +206,8 @@ class NAdam(Optimizer):
         state["exp_avg"] = zeros_like(p)
         state["exp_avg_sq"] = zeros_like(p)
 
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        keys = ("step", "mu_product", "exp_avg", "exp_avg_sq")
-        for group in self.param_groups:
-            params, grads, state = self._gather(group, self._initialize, keys, "NAdam")
-            if params:
-                self._update(group, params, grads, state)
-        return loss
+    def _keys(self, group) -> tuple:
+        return ("step", "mu_product", "exp_avg", "exp_avg_sq")
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
@@ -257,7 +235,7 @@ class NAdam(Optimizer):
         params.addcdiv_(exp_avgs, denom, value=avg_scales)
 
 
-class RAdam(Optimizer):
+class RAdam(GroupwiseOptimizer):
     r"""Rectified Adam (Liu et al.), as torch.optim.RAdam."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
@@ -273,15 +251,8 @@ class RAdam(Optimizer):
     def _initialize(self, p, state, group) -> None:
         _init_moments(p, state, group, self._step_tensor)
 
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, state = self._gather(group, self._initialize, ("step", "exp_avg", "exp_avg_sq"), "RAdam")
-            if params:
-                self._update(group, params, grads, state)
-        return loss
+    def _keys(self, group) -> tuple:
+        return ("step", "exp_avg", "exp_avg_sq")
 
     @staticmethod
     def _update(group, params, grads, state) -> None:

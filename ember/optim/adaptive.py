@@ -9,12 +9,11 @@ from .. import full_like, zeros_like
 from .._tensor import Tensor
 from ._multi_tensor import where_
 from .optimizer import (
-    Optimizer,
+    GroupwiseOptimizer,
     check_fused_flags,
     get_scalar_dtype,
     scalar_tensor,
     to_scalar,
-    use_grad_for_differentiable,
     value_of,
 )
 
@@ -37,26 +36,7 @@ def _l2_grads(group, params, grads):
     return grads
 
 
-class _GroupwiseOptimizer(Optimizer):
-    """step(): gather each group's tensors and state (`_keys(group)`) and run `_update` on them."""
-
-    _name = ""
-
-    def _keys(self, group) -> tuple:
-        raise NotImplementedError
-
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, state = self._gather(group, self._initialize, self._keys(group), self._name)
-            if params:
-                self._update(group, params, grads, state)
-        return loss
-
-
-class RMSprop(_GroupwiseOptimizer):
+class RMSprop(GroupwiseOptimizer):
     r"""RMSprop (Hinton), optionally centered and with momentum, as torch.optim.RMSprop.
 
     Args:
@@ -68,7 +48,6 @@ class RMSprop(_GroupwiseOptimizer):
         centered (bool): normalise by the estimated variance of the gradient (default: False).
     """
 
-    _name = "RMSprop"
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False) -> None:
@@ -119,7 +98,7 @@ class RMSprop(_GroupwiseOptimizer):
             params.addcdiv_(grads, avg, value=value_of(-lr))
 
 
-class Adagrad(_GroupwiseOptimizer):
+class Adagrad(GroupwiseOptimizer):
     r"""Adagrad (Duchi et al.), as torch.optim.Adagrad: state is created for every param at construction.
 
     Args:
@@ -130,7 +109,6 @@ class Adagrad(_GroupwiseOptimizer):
         eps (float): added to the denominator (default: 1e-10).
     """
 
-    _name = "Adagrad"
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None) -> None:
@@ -173,7 +151,7 @@ class Adagrad(_GroupwiseOptimizer):
         params.addcdiv_(grads, std, value=step_sizes)
 
 
-class Adadelta(_GroupwiseOptimizer):
+class Adadelta(GroupwiseOptimizer):
     r"""Adadelta (Zeiler), as torch.optim.Adadelta.
 
     Args:
@@ -183,7 +161,6 @@ class Adadelta(_GroupwiseOptimizer):
         weight_decay (float): L2 penalty (default: 0).
     """
 
-    _name = "Adadelta"
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False) -> None:
@@ -221,7 +198,7 @@ class Adadelta(_GroupwiseOptimizer):
         params.add_(delta, alpha=value_of(-lr))
 
 
-class Rprop(_GroupwiseOptimizer):
+class Rprop(GroupwiseOptimizer):
     r"""Resilient backpropagation, as torch.optim.Rprop.
 
     Args:
@@ -230,7 +207,6 @@ class Rprop(_GroupwiseOptimizer):
         step_sizes (tuple[float, float]): minimal and maximal step sizes (default: (1e-6, 50)).
     """
 
-    _name = "Rprop"
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False) -> None:

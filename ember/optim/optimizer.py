@@ -506,3 +506,25 @@ class Optimizer:
 
         with enable_grad():
             return closure()
+
+
+class GroupwiseOptimizer(Optimizer):
+    """The one step() of the vectorised optimizers: for each param group, gather the params that have a grad,
+    their grads and the state entries `_keys(group)` as TensorLists, then run `_update` on the whole group."""
+
+    def _keys(self, group) -> tuple:
+        raise NotImplementedError
+
+    def _check_group(self, group, params) -> None:
+        """Per-algorithm argument checks that need the gathered params (none by default)."""
+
+    @use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, state = self._gather(group, self._initialize, self._keys(group), type(self).__name__)
+            self._check_group(group, params)
+            if params:
+                self._update(group, params, grads, state)
+        return loss

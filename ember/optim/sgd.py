@@ -9,6 +9,7 @@ from .. import as_tensor, zeros_like
 from .._tensor import Tensor
 from ._multi_tensor import TensorList, each
 from .optimizer import (
+    GroupwiseOptimizer,
     Optimizer,
     check_fused_flags,
     check_fused_param,
@@ -132,7 +133,7 @@ class SGD(Optimizer):
         return buffers, is_new
 
 
-class ASGD(Optimizer):
+class ASGD(GroupwiseOptimizer):
     r"""Averaged stochastic gradient descent, as torch.optim.ASGD.
 
     Args:
@@ -164,15 +165,8 @@ class ASGD(Optimizer):
         state["mu"] = scalar_tensor(1.0, dtype, p.device)
         state["ax"] = zeros_like(p)
 
-    @use_grad_for_differentiable
-    def step(self, closure=None):
-        """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, state = self._gather(group, self._initialize, ("step", "eta", "mu", "ax"), "ASGD")
-            if params:
-                self._update(group, params, grads, state)
-        return loss
+    def _keys(self, group) -> tuple:
+        return ("step", "eta", "mu", "ax")
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
