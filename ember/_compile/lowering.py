@@ -44,6 +44,11 @@ def _gelu_np(a, p):
 
 
 # name -> (C formula(args, params, f, lit), NumPy formula(args, params))
+def _libm(c_name: str, numpy_name: str | None = None) -> tuple:
+    """(C, NumPy) printers of a one-argument math function: exp -> expf(x) / np.exp(x)."""
+    return (lambda a, p, f, lit: f"{c_name}{f}({a[0]})", lambda a, p: f"np.{numpy_name or c_name}({a[0]})")
+
+
 POINTWISE = {
     "add": (lambda a, p, f, lit: f"({a[0]} + {_alpha_term(a[1], p, lit)})",
             lambda a, p: f"({a[0]} + {_np_alpha(a[1], p)})"),
@@ -52,16 +57,16 @@ POINTWISE = {
     "mul": (lambda a, p, f, lit: f"({a[0]} * {a[1]})", lambda a, p: f"({a[0]} * {a[1]})"),
     "div": (lambda a, p, f, lit: f"({a[0]} / {a[1]})", lambda a, p: f"({a[0]} / {a[1]})"),
     "neg": (lambda a, p, f, lit: f"(-{a[0]})", lambda a, p: f"(-{a[0]})"),
-    "exp": (lambda a, p, f, lit: f"exp{f}({a[0]})", lambda a, p: f"np.exp({a[0]})"),
-    "log": (lambda a, p, f, lit: f"log{f}({a[0]})", lambda a, p: f"np.log({a[0]})"),
-    "log1p": (lambda a, p, f, lit: f"log1p{f}({a[0]})", lambda a, p: f"np.log1p({a[0]})"),
-    "expm1": (lambda a, p, f, lit: f"expm1{f}({a[0]})", lambda a, p: f"np.expm1({a[0]})"),
-    "sqrt": (lambda a, p, f, lit: f"sqrt{f}({a[0]})", lambda a, p: f"np.sqrt({a[0]})"),
+    "exp": _libm('exp'),
+    "log": _libm('log'),
+    "log1p": _libm('log1p'),
+    "expm1": _libm('expm1'),
+    "sqrt": _libm('sqrt'),
     "rsqrt": (lambda a, p, f, lit: f"({lit(1.0)} / sqrt{f}({a[0]}))", lambda a, p: f"(1 / np.sqrt({a[0]}))"),
     "reciprocal": (lambda a, p, f, lit: f"({lit(1.0)} / {a[0]})", lambda a, p: f"np.reciprocal({a[0]})"),
-    "sin": (lambda a, p, f, lit: f"sin{f}({a[0]})", lambda a, p: f"np.sin({a[0]})"),
-    "cos": (lambda a, p, f, lit: f"cos{f}({a[0]})", lambda a, p: f"np.cos({a[0]})"),
-    "tanh": (lambda a, p, f, lit: f"tanh{f}({a[0]})", lambda a, p: f"np.tanh({a[0]})"),
+    "sin": _libm('sin'),
+    "cos": _libm('cos'),
+    "tanh": _libm('tanh'),
     "sigmoid": (lambda a, p, f, lit: f"({lit(1.0)} / ({lit(1.0)} + exp{f}(-{a[0]})))",
                 lambda a, p: f"_sm.sigmoid(np, {a[0]})"),
     "silu": (lambda a, p, f, lit: f"({a[0]} / ({lit(1.0)} + exp{f}(-{a[0]})))",
@@ -69,7 +74,7 @@ POINTWISE = {
     "relu": (lambda a, p, f, lit: f"({a[0]} < 0 ? {lit(0.0)} : {a[0]})", lambda a, p: f"np.maximum({a[0]}, 0)"),
     "gelu": (_gelu_c, _gelu_np),
     "erf": (lambda a, p, f, lit: f"erf{f}({a[0]})", lambda a, p: f"_sm.erf(np, {a[0]})"),
-    "abs": (lambda a, p, f, lit: f"fabs{f}({a[0]})", lambda a, p: f"np.abs({a[0]})"),
+    "abs": _libm('fabs', 'abs'),
     "square": (lambda a, p, f, lit: f"({a[0]} * {a[0]})", lambda a, p: f"({a[0]} * {a[0]})"),
     "pow": (lambda a, p, f, lit: f"pow{f}({a[0]}, {a[1]})", lambda a, p: f"np.power({a[0]}, {a[1]})"),
     "maximum": (lambda a, p, f, lit: f"(({a[0]} > {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]})",
