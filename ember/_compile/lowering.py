@@ -43,12 +43,12 @@ def _gelu_np(a, p):
     return f"0.5 * {a} * (1.0 + _sm.erf(np, {a} * {SQRT1_2!r}))"
 
 
-# name -> (C formula(args, params, f, lit), NumPy formula(args, params))
 def _libm(c_name: str, numpy_name: str | None = None) -> tuple:
     """(C, NumPy) printers of a one-argument math function: exp -> expf(x) / np.exp(x)."""
     return (lambda a, p, f, lit: f"{c_name}{f}({a[0]})", lambda a, p: f"np.{numpy_name or c_name}({a[0]})")
 
 
+# name -> (C formula(args, params, f, lit), NumPy formula(args, params))
 POINTWISE = {
     "add": (lambda a, p, f, lit: f"({a[0]} + {_alpha_term(a[1], p, lit)})",
             lambda a, p: f"({a[0]} + {_np_alpha(a[1], p)})"),
