@@ -113,7 +113,7 @@ from ._runtime import (  # noqa: E402
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 
-from . import amp, func  # noqa: E402
+from . import amp, func, testing  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,
     is_autocast_available, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
@@ -123,3 +123,6 @@ from .amp.autocast_mode import (  # noqa: E402
 __version__ = "0.1.0"
 from .serialization import save, load  # noqa: E402
 from ._compile import compile  # noqa: E402,A001 - torch.compile (ember/_compile, docs/compile.md)
+from ._memory import keep_freed_memory as _keep_freed_memory  # noqa: E402
+
+_keep_freed_memory()  # freed NumPy buffers stay in the process (ember/_memory.py)

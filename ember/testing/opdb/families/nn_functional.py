@@ -351,6 +351,11 @@ def _sdpa_samples(dtype, rng):
         Sample(qkv((1,), 3, 2, 2), {"scale": 0.3}),
         Sample(qkv((1, 2), 3, 2, 4), {"attn_mask": _array((3, 2), dtype, rng)}, grad=False, name="float mask 4-d"),
         Sample(qkv((2,), 3, 3, 2), noncontiguous=True),
+        # several query blocks (causal blocks are 32 rows; the triangle past each block is skipped)
+        Sample(qkv((1,), 70, 70, 2), {"is_causal": True}, name="causal 3 blocks"),
+        Sample(qkv((1,), 40, 70, 2), {"is_causal": True}, name="causal more keys"),
+        Sample(qkv((1,), 70, 40, 2), {"is_causal": True}, name="causal fewer keys"),
+        Sample(qkv((1,), 130, 5, 2), {"attn_mask": rng.random((130, 5)) < 0.7}, name="bool mask 2 blocks"),
     ]
 
 
