@@ -601,7 +601,9 @@ class Tensor:
 
         grad_fn = self.grad_fn
         values = None if isinstance(self._data, MetaArray) else to_host(self._data)
-        return tensor_repr(
+        # torch prints a Parameter as "Parameter containing:\n" + the tensor's own repr (indented as a tensor)
+        heading = "Parameter containing:\n" if self._is_param else ""
+        return heading + tensor_repr(
             values,
             shape=tuple(self._data.shape),
             dtype_name=self._dtype.name,
@@ -609,7 +611,6 @@ class Tensor:
             device=None if self._device.type == "cpu" else str(self._device),
             requires_grad=self._requires_grad and grad_fn is None,
             grad_fn_name=grad_fn.name() if grad_fn is not None else None,
-            prefix="Parameter containing:\ntensor(" if self._is_param else "tensor(",
         )
 
     __str__ = __repr__

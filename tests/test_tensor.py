@@ -220,3 +220,13 @@ def test_repr_matches_torch(source):
     expected, _ = _run(source, torch)
     actual, _ = _run(source, ember)
     assert repr(actual) == repr(expected).replace("torch.", "ember."), source
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2,), (), (30, 30)])
+def test_parameter_repr_matches_torch(shape):
+    """torch prints "Parameter containing:" then the tensor's own repr, wrapped lines indented as a tensor's."""
+    import torch
+
+    values = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    expected = repr(torch.nn.Parameter(torch.from_numpy(values)))
+    assert repr(ember.nn.Parameter(ember.from_numpy(values))) == expected

@@ -180,6 +180,12 @@ class CompiledFunction:
         self.generic: list = []  # (key pattern, entry): size-generic graphs (symbolic.py)
         self.dynamic_status = ""  # why the last shape change did or did not give a size-generic graph
         self.captures = 0
+        # A bound method of an object that names the tensors it reads (Optimizer.step: params, grads, state) gets
+        # them as a leading graph input, so replay reads the current grads, not the ones seen at capture; and its
+        # _compile_guard (hyperparameters, which params have state) joins the guards.
+        owner = getattr(fn, "__self__", None)
+        self._owner_inputs = getattr(owner, "_compile_inputs", None)
+        self._owner_guard = getattr(owner, "_compile_guard", None)
         functools.update_wrapper(self, fn, updated=())
         _all_compiled.add(self)
 
@@ -193,6 +199,9 @@ class CompiledFunction:
         add_label("default dtype")
         values.append(None if _dispatch.autocast is None else _autocast_state())
         add_label("autocast state")
+        if self._owner_guard is not None:
+            values.append(self._owner_guard())
+            add_label(f"{type(self.fn.__self__).__name__} hyperparameters and state layout")
         module = self.module
         if module is not None:
             values.append(tuple(m.training for m in module.modules()))
@@ -256,12 +265,23 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.disabled or config.disable or _dispatch.tracer is not None:
             return self.fn(*args, **kwargs)  # inside another capture: inline (the outer tracer records it)
+        if self._owner_inputs is not None:
+            args = (self._owner_inputs(),) + args
+        return self._call(args, kwargs)
+
+    def _eager(self, args, kwargs):
+        """Run the function itself (the owner's inputs, when passed first, are not its arguments)."""
+        if self._owner_inputs is not None:
+            args = args[1:]
+        return self.fn(*args, **kwargs)
+
+    def _call(self, args, kwargs):
         key, _ = self._walk(args, kwargs, False)
         entry = self.cache.get(key)
         reason = None
         if entry is not None:
             if entry.eager:
-                return self.fn(*args, **kwargs)
+                return self._eager(args, kwargs)
             if entry.externals_ok():
                 result = entry(args, kwargs)
                 if result is not _MISS:
@@ -275,7 +295,7 @@ class CompiledFunction:
                     self.cache[key] = generic_entry  # this size replays the size-generic graph, no trace
                     return generic_entry(args, kwargs)
         if self.gave_up:
-            return self.fn(*args, **kwargs)
+            return self._eager(args, kwargs)
         key, labels = self._walk(args, kwargs, True)
         if reason is None and self.cache:
             reason, shape_only = self._failed_guard(key, labels)
@@ -297,7 +317,7 @@ class CompiledFunction:
                     f"(config.recompile_limit={config.recompile_limit}); the guard that kept failing: {reason}. "
                     "It runs eagerly for new inputs from now on (ember.compiler.reset() to start over).",
                     RuntimeWarning, stacklevel=2)
-                return self.fn(*args, **kwargs)
+                return self._eager(args, kwargs)
         return self._capture(key, labels, args, kwargs, previous)
 
     def _recapture_chain(self, key, entry, args, kwargs):
@@ -309,7 +329,7 @@ class CompiledFunction:
             entry.eager = True  # reads that keep changing (a logged loss.item()): run eagerly from now on
             codegen.log("recompiles", f"{self.__name__}: {config.max_chains} chains for one guard set "
                         "(config.max_chains); this guard set runs eagerly", self.options)
-            return self.fn(*args, **kwargs)
+            return self._eager(args, kwargs)
         self.recompiles += 1
         tracer, result, ok = self._trace(args, kwargs)
         chain = self._chain(tracer) if ok and len(tracer.graphs) > 1 else None
@@ -326,7 +346,7 @@ class CompiledFunction:
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         with tracer:
             tracer.bind_inputs(args, kwargs)
-            result = self.fn(*args, **kwargs)
+            result = self._eager(args, kwargs)
         ok = tracer.finish(result)
         if ok and len(tracer.graphs) > 1 and tracer.mutations:
             tracer.breaks.append(BreakReason("in-place writes to inputs or buffers in a function with a graph "
@@ -577,8 +597,12 @@ class ExplainOutput:
 
 def explain(fn, *args, **kwargs):
     """ember.compiler.explain(fn)(*args) or explain(fn, *args): run fn once, recording where graphs break."""
-    if not args and not kwargs:
-        return lambda *a, **k: explain(fn, *a, **k)
+    if not args and not kwargs:  # explain(fn) -> a function to call with the arguments (even none)
+        return lambda *a, **k: _explain(fn, a, k)
+    return _explain(fn, args, kwargs)
+
+
+def _explain(fn, args, kwargs):
     target = fn.fn if isinstance(fn, CompiledFunction) else fn
     tracer = Tracer(explain=True)
     with tracer:

@@ -67,6 +67,12 @@ class FusionGroup:
         if self.first_index is None:
             self.first_index = index
 
+    def absorb(self, other: FusionGroup, index_of: dict) -> None:
+        """Take `other`'s nodes (kept in execution order: the kernel computes them in that order)."""
+        self.nodes = sorted(self.nodes + other.nodes, key=lambda n: index_of[id(n)])
+        self.members |= other.members
+        self.first_index = min(self.first_index, other.first_index)
+
     @property
     def name(self) -> str:
         names = []
@@ -189,9 +195,13 @@ def find_groups(nodes: list, min_size: int = 2) -> list:
         if kind is None:
             continue
         chosen = None
+        readers = []  # the groups this node reads from
         for arg in _tensor_args(node):
             group = group_of.get(id(arg.node))
-            if group is not None and _fits(group, node, kind, depends):
+            if group is not None and group not in readers:
+                readers.append(group)
+        for group in readers:
+            if _fits(group, node, kind, depends):
                 chosen = group
                 break
         if chosen is None:
@@ -202,6 +212,14 @@ def find_groups(nodes: list, min_size: int = 2) -> list:
             groups.append(chosen)
         chosen.add(node, index)
         group_of[id(node)] = chosen
+        # A node joining two chains of one iteration space (an optimizer's moment and parameter updates, two
+        # branches meeting in a residual add) merges their groups, unless that would make a cycle.
+        for other in readers:
+            if other is not chosen and _mergeable(chosen, other, depends):
+                chosen.absorb(other, index_of)
+                for member in other.nodes:
+                    group_of[id(member)] = chosen
+                groups.remove(other)
     worth = []
     for group in groups:
         kinds = {kind_of(n) for n in group.nodes}
@@ -209,6 +227,21 @@ def find_groups(nodes: list, min_size: int = 2) -> list:
                 len(group.nodes) == 1 and group.nodes[0].op.name in SINGLE_WORTH):
             worth.append(group)
     return worth
+
+
+def _mergeable(a: FusionGroup, b: FusionGroup, depends) -> bool:
+    """Whether one kernel can compute both groups: same space and mode, and no value outside them that reads
+    one group and feeds the other (the merged kernel would have to run both before and after it)."""
+    if (a.L, a.K, a.dtype, a.grad_enabled) != (b.L, b.K, b.dtype, b.grad_enabled):
+        return False
+    merged = FusionGroup(a.L, a.K, a.dtype, a.grad_enabled)
+    merged.members = a.members | b.members
+    merged.first_index = min(a.first_index, b.first_index)
+    for node in a.nodes + b.nodes:
+        for arg in _tensor_args(node):
+            if not merged.produces(arg) and depends(arg, merged):
+                return False
+    return True
 
 
 def _flat_values(args):

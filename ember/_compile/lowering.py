@@ -91,6 +91,11 @@ POINTWISE = {
                 lambda a, p: f"({a[0]} * {a[1]} * {p['scale']!r})"),
     "lerp": (lambda a, p, f, lit: f"({a[0]} + {a[2]} * ({a[1]} - {a[0]}))",
              lambda a, p: f"({a[0]} + {a[2]} * ({a[1]} - {a[0]}))"),
+    # the optimizers' moment updates; same order of operations as the eager impls
+    "addcmul": (lambda a, p, f, lit: f"({a[0]} + {lit(p.get('value', 1))} * {a[1]} * {a[2]})",
+                lambda a, p: f"({a[0]} + {p.get('value', 1)!r} * {a[1]} * {a[2]})"),
+    "addcdiv": (lambda a, p, f, lit: f"({a[0]} + {lit(p.get('value', 1))} * {a[1]} / {a[2]})",
+                lambda a, p: f"({a[0]} + {p.get('value', 1)!r} * {a[1]} / {a[2]})"),
 }
 
 # ---------------------------------------------------------------- derivatives
@@ -186,6 +191,17 @@ def _d_lerp(d, g, a, out, p):
             d.op("mul", g, d.op("sub", end, start))]
 
 
+def _d_addcmul(d, g, a, out, p):
+    value = d.lit(p.get("value", 1))
+    return [g, d.op("mul", g, d.op("mul", a[2], value)), d.op("mul", g, d.op("mul", a[1], value))]
+
+
+def _d_addcdiv(d, g, a, out, p):
+    value = d.lit(p.get("value", 1))
+    return [g, d.op("mul", g, d.op("div", value, a[2])),
+            d.op("mul", d.op("neg", g), d.op("div", d.op("mul", value, a[1]), d.op("mul", a[2], a[2])))]
+
+
 DERIVATIVES = {
     "add": _d_add,
     "sub": _d_sub,
@@ -222,6 +238,8 @@ DERIVATIVES = {
                                                              d.op("lt", a[0], d.lit(p["max_val"]))))],
     "dropout": lambda d, g, a, out, p: [d.op("mul", d.op("mul", g, a[1]), d.lit(p["scale"])), None],
     "lerp": _d_lerp,
+    "addcmul": _d_addcmul,
+    "addcdiv": _d_addcdiv,
 }
 
 

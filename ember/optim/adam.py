@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import zeros_like
 from .._tensor import Tensor
+from ..compiler import is_compiling
 from ._multi_tensor import TensorList, each, maximum_
 from .optimizer import (
     GroupwiseOptimizer,
@@ -119,9 +120,15 @@ class Adam(GroupwiseOptimizer):
         grads = _prepare_grads(group, params, grads, lr)
         exp_avgs.lerp_(grads, 1 - beta1)
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
-        step_values = steps.items()
-        step_sizes = [value_of(-lr / (1 - beta1**step)) for step in step_values]
-        bias_correction2_sqrt = [(1 - beta2**step) ** 0.5 for step in step_values]
+        if is_compiling():
+            # Under ember.compile the corrections stay tensor ops of the step counters (torch's capturable
+            # path): reading each step into Python would be a graph break whose value changes every step.
+            step_sizes = [-lr / (1 - beta1**step) for step in steps]
+            bias_correction2_sqrt = [(1 - beta2**step).sqrt() for step in steps]
+        else:
+            step_values = steps.items()
+            step_sizes = [value_of(-lr / (1 - beta1**step)) for step in step_values]
+            bias_correction2_sqrt = [(1 - beta2**step) ** 0.5 for step in step_values]
         second_moment = exp_avg_sqs
         if group["amsgrad"]:
             second_moment = maximum_(state["max_exp_avg_sq"], exp_avg_sqs)
@@ -129,7 +136,10 @@ class Adam(GroupwiseOptimizer):
 
         def apply_update(param, exp_avg, second, correction, step_size):
             denom = second.sqrt().div_(correction).add_(eps)  # one tensor's temporary at a time (`each`)
-            param.addcdiv_(exp_avg, denom, value=step_size)
+            if isinstance(step_size, Tensor):
+                param.add_(exp_avg.div(denom).mul_(step_size))
+            else:
+                param.addcdiv_(exp_avg, denom, value=step_size)
 
         each(apply_update, params, exp_avgs, second_moment, bias_correction2_sqrt, step_sizes)
 

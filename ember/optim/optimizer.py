@@ -386,6 +386,39 @@ class Optimizer:
 
     # ---------------------------------------------------------------- groups, grads, step
 
+    # ------------------------------------------------------------ ember.compile(optimizer.step)
+    def _compile_inputs(self) -> list:
+        """The tensors a step reads and writes, in a fixed order: each param that has a grad, its grad and its
+        state tensors, and tensor hyperparameters.  ember.compile(optimizer.step) takes them as graph inputs, so
+        a replay reads this step's grads (new tensors after zero_grad) and writes params and state back."""
+        tensors = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                tensors += [p, p.grad]
+                tensors += [value for _, value in sorted(self.state.get(p, {}).items()) if isinstance(value, Tensor)]
+            tensors += [value for _, value in sorted(group.items()) if isinstance(value, Tensor)]
+        return tensors
+
+    def _compile_guard(self) -> tuple:
+        """What a compiled step was captured for besides its inputs' shapes: the hyperparameters' values (a
+        changed lr recompiles, as in torch; a tensor lr does not) and which params have a grad and state."""
+        def frozen(value):
+            if isinstance(value, Tensor):
+                return "tensor"
+            if isinstance(value, (list, tuple)):
+                return tuple(frozen(v) for v in value)
+            return value if isinstance(value, (int, float, bool, str, type(None))) else ("id", id(value))
+
+        layout = []
+        for group in self.param_groups:
+            layout.append(tuple((k, frozen(v)) for k, v in sorted(group.items()) if k != "params"))
+            for p in group["params"]:
+                state = self.state.get(p, {})
+                layout.append((p.grad is not None, tuple((k, frozen(v)) for k, v in sorted(state.items()))))
+        return tuple(layout)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors: to None (default) or to zeros."""
         for group in self.param_groups:

@@ -47,6 +47,8 @@ CASES = {
     "leaky_relu": (lambda a: F.leaky_relu(a, 0.1), 1),
     "hardtanh": (lambda a: F.hardtanh(a, -0.5, 0.5), 1),
     "lerp": (lambda a, b, c: ember.lerp(a, b, c), 3),
+    "addcmul": (lambda a, b, c: ember.addcmul(a, b, c, value=0.3), 3),
+    "addcdiv": (lambda a, b, c: ember.addcdiv(a, b, c.abs() + 0.5, value=-2.0), 3),
     "sum": (lambda a: a.sum(-1, keepdim=True) * a, 1),
     "mean": (lambda a: a.mean(-1, keepdim=True) * a, 1),
     "amax": (lambda a: a.amax(-1, keepdim=True) * a, 1),

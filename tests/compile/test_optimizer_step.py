@@ -1,0 +1,98 @@
+"""ember.compile(optimizer.step): grads and state are graph inputs, the step is one kernel per parameter,
+and the parameters follow eager's trajectory."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+pytestmark = pytest.mark.filterwarnings("error:ember.compile:RuntimeWarning")
+
+OPTIMIZERS = [
+    (ember.optim.AdamW, {"lr": 0.1}),
+    (ember.optim.Adam, {"lr": 0.05, "amsgrad": True, "weight_decay": 0.01}),
+    (ember.optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+]
+
+
+def _train(optimizer_class, options, compiled, steps=6):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    optimizer = optimizer_class(model.parameters(), **options)
+    step = ember.compile(optimizer.step) if compiled else optimizer.step
+    x = ember.randn(16, 4)
+    for i in range(steps):
+        optimizer.zero_grad()  # new grad tensors every step: a replay must read these, not the captured ones
+        model(x + i).pow(2).mean().backward()
+        step()
+    return [p.detach().numpy().copy() for p in model.parameters()], step
+
+
+@pytest.mark.parametrize("optimizer_class, options", OPTIMIZERS, ids=lambda v: getattr(v, "__name__", ""))
+def test_compiled_step_follows_eager(optimizer_class, options):
+    expected, _ = _train(optimizer_class, options, compiled=False)
+    actual, step = _train(optimizer_class, options, compiled=True)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+    assert step.graph_breaks == []
+    assert step.captures == 2  # the first step creates the state; every later one replays the second graph
+
+
+def test_one_kernel_per_parameter():
+    model = nn.Linear(4, 3, bias=False)
+    model.weight.grad = ember.randn(3, 4)
+    optimizer = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    step = ember.compile(optimizer.step)
+    for _ in range(3):
+        step()
+    graph = step.graphs[-1]
+    fused = [n for n in graph.nodes if n.kind == "fused"]
+    # weight decay, both moments, the denominator and the update: one kernel (the chains merge where they meet)
+    assert len(fused) == 1, graph.code
+
+
+def test_changed_lr_recompiles_naming_it():
+    model = nn.Linear(2, 2)
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    step = ember.compile(optimizer.step)
+    for lr in (0.1, 0.1, 0.05):
+        optimizer.param_groups[0]["lr"] = lr
+        model(ember.ones(1, 2)).sum().backward()
+        before = model.weight.detach().clone()
+        step()
+        np.testing.assert_allclose((before - model.weight.detach()).numpy(), lr * model.weight.grad.numpy(), rtol=1e-6)
+    assert "SGD hyperparameters" in step.last_reason
+
+
+def test_state_loaded_after_capture_is_read():
+    """Replacing the optimizer's state (load_state_dict) replays with the new tensors: they are inputs."""
+    actual, _ = _train(ember.optim.Adam, {"lr": 0.05}, compiled=False, steps=3)
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    optimizer = ember.optim.Adam(model.parameters(), lr=0.05)
+    step = ember.compile(optimizer.step)
+    x = ember.randn(16, 4)
+    saved = None
+    for i in range(3):
+        optimizer.zero_grad()
+        model(x + i).pow(2).mean().backward()
+        if i == 2:
+            optimizer.load_state_dict(saved)
+        step()
+        if i == 1:
+            saved = optimizer.state_dict()
+    for a, e in zip([p.detach().numpy() for p in model.parameters()], actual):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+def test_two_chains_meeting_merge_into_one_kernel():
+    def f(a, b):
+        return (a * 2).exp() + (b * 3).sin()
+
+    compiled = ember.compile(f)
+    a, b = ember.randn(8, 16), ember.randn(8, 16)
+    out = compiled(a, b)
+    (graph,) = compiled.graphs
+    assert len([n for n in graph.nodes if n.kind == "fused"]) == 1, graph.code
+    np.testing.assert_allclose(out.numpy(), f(a, b).numpy(), rtol=1e-6)
