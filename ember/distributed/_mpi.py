@@ -52,6 +52,14 @@ class MPIRequest(Request):
         return MPI.Request.Testall(self.requests)
 
 
+def _movable(array):
+    """A buffer mpi4py accepts for copying: a dtype it has no type for (ml_dtypes' bfloat16, kind 'V') is sent
+    as the unsigned integers of its bits.  Only for data movement; reductions get float32 copies upstream."""
+    if array is None or array.dtype.kind != "V":
+        return array
+    return array.view(f"u{array.dtype.itemsize}")
+
+
 class MPICommunicator(Communicator):
     backend = "mpi"
 
@@ -70,7 +78,7 @@ class MPICommunicator(Communicator):
         return MPIRequest(self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self._ops[op]))
 
     def broadcast(self, array, root: int) -> Request:
-        return MPIRequest(self.comm.Ibcast(array, root=root))
+        return MPIRequest(self.comm.Ibcast(_movable(array), root=root))
 
     def reduce(self, array, op: str, root: int) -> Request:
         if self.rank == root:
@@ -78,32 +86,34 @@ class MPICommunicator(Communicator):
         return MPIRequest(self.comm.Ireduce(array, None, op=self._ops[op], root=root))
 
     def allgather(self, send, receive) -> Request:
-        return MPIRequest(self.comm.Iallgather(send, receive))
+        return MPIRequest(self.comm.Iallgather(_movable(send), _movable(receive)))
 
     def reduce_scatter(self, send, receive, op: str) -> Request:
         return MPIRequest(self.comm.Ireduce_scatter_block(send, receive, op=self._ops[op]))
 
     def gather(self, send, receive, root: int) -> Request:
-        return MPIRequest(self.comm.Igather(send, receive if self.rank == root else None, root=root))
+        receive = _movable(receive if self.rank == root else None)
+        return MPIRequest(self.comm.Igather(_movable(send), receive, root=root))
 
     def scatter(self, send, receive, root: int) -> Request:
-        return MPIRequest(self.comm.Iscatter(send if self.rank == root else None, receive, root=root))
+        send = _movable(send if self.rank == root else None)
+        return MPIRequest(self.comm.Iscatter(send, _movable(receive), root=root))
 
     def alltoallv(self, send, send_counts, receive, receive_counts) -> Request:
         send_displacements = [sum(send_counts[:r]) for r in range(self.size)]
         receive_displacements = [sum(receive_counts[:r]) for r in range(self.size)]
-        return MPIRequest(self.comm.Ialltoallv([send, (list(send_counts), send_displacements)],
-                                               [receive, (list(receive_counts), receive_displacements)]))
+        return MPIRequest(self.comm.Ialltoallv([_movable(send), (list(send_counts), send_displacements)],
+                                               [_movable(receive), (list(receive_counts), receive_displacements)]))
 
     def barrier(self) -> Request:
         return MPIRequest(self.comm.Ibarrier())
 
     def send(self, array, destination: int, tag: int) -> Request:
-        return MPIRequest(self.comm.Isend(array, dest=destination, tag=tag))
+        return MPIRequest(self.comm.Isend(_movable(array), dest=destination, tag=tag))
 
     def receive(self, array, source: int | None, tag: int) -> Request:
         source = self.MPI.ANY_SOURCE if source is None else source
-        return MPIRequest(self.comm.Irecv(array, source=source, tag=tag), status=self.MPI.Status())
+        return MPIRequest(self.comm.Irecv(_movable(array), source=source, tag=tag), status=self.MPI.Status())
 
     def split(self, ranks: list[int]) -> MPICommunicator | None:
         member = self.rank in ranks

@@ -19,3 +19,7 @@ def test_checkpoint_saved_on_4_ranks_loads_on_2_and_3(tmp_path):
     assert (tmp_path / ".metadata").exists() and (tmp_path / "__3_0.distcp").exists()
     expect_ok("sharded.py", 2, "load", str(tmp_path), timeout=120)
     expect_ok("sharded.py", 3, "load", str(tmp_path), timeout=120)
+
+
+def test_mixed_precision_policy_computes_in_bf16_and_keeps_float32_shards():
+    expect_ok("sharded.py", 2, "mixed", timeout=120)

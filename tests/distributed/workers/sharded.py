@@ -1,6 +1,7 @@
 """FSDP (fully_shard) against one process on the combined batch; memory per rank; checkpoint N -> M.
 
     sharded.py train              # 20 steps, parameters equal single-process training
+    sharded.py mixed              # MixedPrecisionPolicy: bf16 compute, float32 shards, grads and reduction
     sharded.py save DIRECTORY     # train 3 steps, save model + optimizer, record the next step's result
     sharded.py load DIRECTORY     # load (on another world size), take that step, compare
 """
@@ -20,7 +21,7 @@ import ember.distributed as dist  # noqa: E402
 import ember.distributed.checkpoint as dcp  # noqa: E402
 from ember import nn  # noqa: E402
 from ember.distributed.checkpoint.state_dict import get_optimizer_state_dict, set_optimizer_state_dict  # noqa: E402
-from ember.distributed.fsdp import FSDPModule, ShardedTensor, fully_shard  # noqa: E402
+from ember.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, ShardedTensor, fully_shard  # noqa: E402
 
 STEPS = 20
 BATCH = 24
@@ -105,6 +106,52 @@ def test_train() -> None:
     train(False, lambda p: ember.optim.SGD(p, lr=0.1, momentum=0.9), "fsdp sgd, reshard_after_forward=False")
 
 
+def mixed() -> None:
+    """bf16 parameters in forward and backward, float32 shards, grads and reduction (torch's FSDP2 policy)."""
+    policy = MixedPrecisionPolicy(param_dtype=ember.bfloat16, reduce_dtype=ember.float32)
+    model = make_model()
+    seen: list = []
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            layer.register_forward_hook(lambda m, args, out: seen.append((m.weight.dtype, args[0].dtype, out.dtype)))
+            fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=ember.bfloat16, reduce_dtype=ember.float32,
+                                                      output_dtype=ember.float32))
+    reference, reference_bf16 = make_model(), make_model()
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(5):
+        optimizer.zero_grad()
+        out = model(ember.from_numpy(X[step][rows()]))
+        check("output_dtype float32", out.dtype == ember.float32, str(out.dtype))
+        ((out - ember.from_numpy(Y[step][rows()])) ** 2).mean().backward()
+        check("sharded grads are float32", all(p.grad.dtype == ember.float32 for p in model.parameters()))
+        optimizer.step()
+        # the reference: the same step computed by one process in bf16 (params cast), grads back in float32
+        reference_optimizer.zero_grad()
+        with ember.no_grad():
+            for mine, theirs in zip(reference_bf16.parameters(), reference.parameters()):
+                mine.copy_(theirs)
+        low = reference_bf16.to(ember.bfloat16)
+        low.zero_grad()
+        prediction = low(ember.from_numpy(X[step]).to(ember.bfloat16)).float()
+        ((prediction - ember.from_numpy(Y[step])) ** 2).mean().backward()
+        for param, low_param in zip(reference.parameters(), low.parameters()):
+            param.grad = low_param.grad.float()
+        reference_optimizer.step()
+        reference_bf16 = make_model()
+    check("layers computed in bfloat16", seen and all(w == ember.bfloat16 and x == ember.bfloat16 and o == ember.bfloat16
+                                                      for w, x, o in seen), str(seen[:2]))
+    check("shards stay float32", all(p.dtype == ember.float32 for p in model.parameters()))
+    mine = full_parameters(model)
+    fp32 = make_model()
+    for key, want in reference.state_dict().items():
+        difference = np.abs(mine[key] - want.numpy()).max()
+        check(f"mixed precision: {key} close to the bf16 single-process step", difference < 2e-2, f"{difference}")
+    moved = max(np.abs(mine[k] - v.numpy()).max() for k, v in fp32.state_dict().items())
+    check("mixed precision: training moved the parameters", moved > 1e-2, f"{moved}")
+
+
 def step_once(model, optimizer, step: int) -> None:
     optimizer.zero_grad()
     loss_of(model, X[step][rows()], Y[step][rows()]).backward()
@@ -147,6 +194,8 @@ def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "train"
     if mode == "train":
         guarded("train", test_train)
+    elif mode == "mixed":
+        guarded("mixed", mixed)
     elif mode == "save":
         guarded("save", save, sys.argv[2])
     else:
