@@ -44,8 +44,12 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
                     f"Mismatch in dtype: grad_output[{index}] has a dtype of {grad._dtype} and output[{index}] has "
                     f"a dtype of {output._dtype}."
                 )
-            if not create_graph:
+            if grad._dtype is not output._dtype:
+                grad = grad.to(output._dtype)  # torch's engine casts a root gradient to its output's dtype
+            elif not create_graph:
                 grad = grad.detach().clone()  # the caller keeps theirs; .grad must not alias it
+            if not create_graph and grad._grad_fn is not None:
+                grad = grad.detach()
         grads.append(grad)
     return grads
 

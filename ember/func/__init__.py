@@ -1,10 +1,20 @@
-"""ember.func (torch.func): functional_call.  The function transforms (grad, vmap, jacrev...) are not here yet."""
+"""ember.func (torch.func): functional_call and the function transforms.
+
+grad, grad_and_value, vjp, jacrev, jacfwd and hessian run on ember's tape autograd (ember/func/_transforms.py,
+nesting explained in _levels.py); jvp and linearize use the double-vjp trick (_forward.py); vmap is a loop
+over the mapped dimension, not a batched kernel (_vmap.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["functional_call"]
+from ._forward import jvp, linearize
+from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, vjp
+from ._vmap import vmap
+
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+           "linearize"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
