@@ -304,3 +304,17 @@ def test_setitem_modifies_saved_tensor_raises():
         y[_key(lib, _i(0))] = 0.0
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+def test_index_put_accumulate_rows_with_repeated_and_negative_indices():
+    """The row fast path (sort + add.reduceat) adds repeats, including -1 and n-1 naming one row, as torch."""
+    import torch
+
+    rng = np.random.default_rng(5)
+    index = np.array([0, 0, 4, -1, 2, -5, 4, 0])
+    values = rng.standard_normal((8, 3))
+    mine = ember.zeros(5, 3, dtype=ember.float64).index_put_((ember.tensor(index),), ember.tensor(values),
+                                                             accumulate=True)
+    theirs = torch.zeros(5, 3, dtype=torch.float64).index_put_((torch.tensor(index),), torch.tensor(values),
+                                                              accumulate=True)
+    np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-12)
