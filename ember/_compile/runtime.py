@@ -45,8 +45,38 @@ def eliminate_dead_code(graph: Graph) -> int:
     return removed
 
 
+def split_linear_bias(graph: Graph) -> None:
+    """linear(x, w, b) whose every user is a fusible pointwise op becomes linear(x, w) + b, so the bias add
+    joins the consumer's kernel (GELU after an MLP's first linear, the residual add after a projection)
+    instead of being its own pass over the output; the bias gradient is then the kernel's broadcast-input sum."""
+    from .._ops.elementwise import _ADD
+
+    users = graph.users()
+    nodes = []
+    for node in graph.nodes:
+        nodes.append(node)
+        if node.kind != "call" or node.op.name != "linear" or len(node.args) < 3 or not isinstance(node.args[2], Value):
+            continue
+        out, bias = node.results[0], node.args[2]
+        consumers = users.get(out, [])
+        if (bias.shape != out.shape[-1:] or out.dtype.name not in fusion.FLOAT_TYPES or not consumers
+                or any(user.kind != "call" or fusion.kind_of(user) != "pointwise" for user in consumers)):
+            continue
+        product = Value(node, 0, out.shape, out.dtype, out.device, graph.fresh_name("mm_"),
+                        out.requires_grad, out.symbolic_shape)
+        add = Node("call", graph.fresh_name("bias_add_"), op=_ADD, args=(product, bias), params={},
+                   grad_enabled=node.grad_enabled, source=node.source)
+        node.args = node.args[:2] + (None,) + node.args[3:]
+        node.results = [product]
+        out.node, out.index = add, 0
+        add.results = [out]
+        nodes.append(add)
+    graph.nodes = nodes
+
+
 def fuse(graph: Graph, options: dict) -> tuple[list, str]:
     """Replace each worthwhile group by one fused node; returns (groups, kernel source)."""
+    split_linear_bias(graph)
     groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2)
     if not groups:
         return [], ""

@@ -6,10 +6,10 @@
 #     # p3: args[3]  float32[32]
 #     # p4: args[4]  float32[4, 32]
 #     # p5: args[5]  float32[4]
-#     linear_1 = linear(p0, p2, p3)  # float32[8, 32]
-#     relu_2 = relu(linear_1)  # float32[8, 32]
+#     mm_10 = linear(p0, p2, None)  # float32[8, 32]
+#     relu_2 = fused_add_relu_0(mm_10, p3)  # float32[8, 32]
 #     linear_3 = linear(relu_2, p4, p5)  # float32[8, 4]
-#     log_softmax_4 = fused_log_softmax_0(linear_3)  # float32[8, 4]
+#     log_softmax_4 = fused_log_softmax_1(linear_3)  # float32[8, 4]
 #     unsqueeze_5 = unsqueeze(p1, shape=ember.Size([8, 1]), dim=1)  # int64[8, 1]
 #     slice_6 = slice(log_softmax_4, key=(slice(0, 8, None), slice(None, None, None), Ellipsis))  # float32[8, 4]
 #     gather_7 = gather(slice_6, unsqueeze_5, dim=1)  # float32[8, 1]
@@ -22,7 +22,23 @@
 #include <stdint.h>
 
 #define T float
-void fused_log_softmax_0(const T* restrict a0, float* restrict out0, long R, long K)
+void fused_add_relu_0(const T* restrict a0, const T* restrict a1, float* restrict out0, long R, long K)
+{
+    for (long r = 0; r < R; r++) {
+        #pragma omp simd
+        for (long k = 0; k < K; k++) {
+            T in1 = a0[r * K + k];
+            T in2 = a1[k];
+            T t3 = (in1 + in2);
+            T t4 = (t3 < 0 ? ((T)0.0) : t3);
+            out0[r * K + k] = t4;
+        }
+    }
+}
+#undef T
+
+#define T float
+void fused_log_softmax_1(const T* restrict a0, float* restrict out0, long R, long K)
 {
     for (long r = 0; r < R; r++) {
         T r2_acc = -INFINITY;
