@@ -318,3 +318,19 @@ def test_index_put_accumulate_rows_with_repeated_and_negative_indices():
     theirs = torch.zeros(5, 3, dtype=torch.float64).index_put_((torch.tensor(index),), torch.tensor(values),
                                                               accumulate=True)
     np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_index_put_accumulate_with_a_boolean_mask_of_rows():
+    import torch
+
+    values = np.arange(6.0).reshape(2, 3)
+    mask = np.array([True, False, True])
+    mine = ember.ones(3, 3, dtype=ember.float64).index_put_((ember.tensor(mask),), ember.tensor(values),
+                                                            accumulate=True)
+    theirs = torch.ones(3, 3, dtype=torch.float64).index_put_((torch.tensor(mask),), torch.tensor(values),
+                                                             accumulate=True)
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    every = np.array([True, True])  # a mask as long as the values: must not be read as indices 1, 1
+    mine = ember.zeros(2, 3, dtype=ember.float64).index_put_((ember.tensor(every),), ember.tensor(values),
+                                                             accumulate=True)
+    np.testing.assert_array_equal(mine.numpy(), values)

@@ -317,6 +317,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
+    if scale_grad_by_freq and weight.requires_grad:
+        # each row's gradient divided by how often its index occurs in this batch: the value stays `out`, the
+        # gradient flows through out / count only
+        flat = input.reshape(-1)
+        counts = flat.bincount(minlength=weight.shape[0]).index_select(0, flat).reshape(tuple(input.shape) + (1,))
+        scaled = out / counts.to(out.dtype)
+        out = scaled + (out - scaled).detach()
     if padding_idx is not None and weight.requires_grad:
         mask = (input != padding_idx).unsqueeze(-1).to(weight.dtype)
         out = out * mask + (out * (1 - mask)).detach()

@@ -161,6 +161,8 @@ for _name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", 
 case("Embedding", lambda lib: lib.nn.Embedding(10, 3), [L(10, (2, 4))])
 case("Embedding-padding", lambda lib: lib.nn.Embedding(10, 3, padding_idx=2), [C([[2, 1, 2], [0, 2, 9]])])
 case("Embedding-max_norm", lambda lib: lib.nn.Embedding(10, 3, max_norm=1.0), [C([1, 3, 1, 5])])
+case("Embedding-scale_grad_by_freq", lambda lib: lib.nn.Embedding(10, 3, scale_grad_by_freq=True, padding_idx=1),
+     [C([[2, 1, 2], [0, 2, 9]])])
 case("Embedding-from_pretrained",
      lambda lib: lib.nn.Embedding.from_pretrained(lib.tensor(np.arange(12.0).reshape(4, 3)), freeze=False),
      [C([0, 3, 3])])
