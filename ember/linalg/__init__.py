@@ -7,6 +7,8 @@ from .._ops.einsum import tensordot
 from .._ops.linalg import cross_product as _cross_product
 from .._ops.linalg import matmul, multi_dot
 from .._ops.linalg import vdot as _vdot
+from .._ops.matrix_functions import linalg_matrix_exp as matrix_exp
+from .._ops.matrix_functions import lu, lu_factor, lu_factor_ex
 from .._ops.norms import matrix_norm, matrix_power, norm, vector_norm
 from .._ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd, svdvals
 
@@ -43,7 +45,8 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     return _make("linalg_cholesky_ex", ("L", "info"))(result, info)
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "inv_ex",
+__all__ = ["LinAlgError", "lu", "lu_factor", "lu_factor_ex", "matrix_exp",
+           "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "inv_ex",
            "lstsq", "matmul", "matrix_norm", "matrix_rank", "matrix_power", "multi_dot", "norm", "pinv", "qr",
            "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm"]
 _ = _vdot
