@@ -76,6 +76,8 @@ def _to_cuda(value):
         return moved.requires_grad_(True) if value.requires_grad else moved
     if isinstance(value, (list, tuple)):
         return type(value)(_to_cuda(v) for v in value)
+    if isinstance(value, dict):  # keyword arguments (cov's weights, gradient's spacing)
+        return {k: _to_cuda(v) for k, v in value.items()}
     return value
 
 
