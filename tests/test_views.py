@@ -452,3 +452,14 @@ def test_mul_by_scalar_does_not_save_self():
         return leaf.grad
 
     np.testing.assert_array_equal(fn(ember).numpy(), fn(torch).numpy())
+
+
+def test_inplace_through_a_dtype_changing_view_under_autograd_raises():
+    """Position maps cannot express view_as_real's two floats per complex: refuse instead of a wrong gradient."""
+    z = ember.randn(3, dtype=ember.complex64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="reinterprets its base's dtype"):
+        ember.view_as_real(z * 1).mul_(2)
+    with ember.no_grad():
+        w = z * 1
+        ember.view_as_real(w).mul_(2)
+    np.testing.assert_allclose(w.numpy(), 2 * z.detach().numpy(), rtol=1e-6)

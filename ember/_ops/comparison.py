@@ -7,8 +7,8 @@ the out=/in-place variants are elementwise's: none of these has a gradient excep
 from __future__ import annotations
 
 from .. import _dtype as dt
-from .._dispatch import call, compare, promote
-from .._tensor import Tensor
+from .._dispatch import OpDef, call, compare, promote
+from .._tensor import SCALAR_NAMES, Tensor
 from . import special_math
 from ._api import export, finish_out
 from .elementwise import _binary, _integral_only, pointwise
@@ -106,3 +106,103 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: flo
     return finish_out(call(_NAN_TO_NUM, (input,), {"nan": nan, "posinf": posinf, "neginf": neginf}), out)
 
 
+
+
+# ---------------------------------------------------------------- closeness and membership
+
+
+def _tensor_argument(name: str, argument: str, position: int, value) -> None:
+    """torch's TypeError for a non-tensor where its signature takes a Tensor."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
+@export
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|input - other| <= atol + rtol * |other|, elementwise: equal elements (and nan pairs with equal_nan) are
+    close; otherwise the error must be finite and within tolerance, measured in the input's float dtype (bool and
+    integer inputs in the default float dtype, as torch measures them)."""
+    _tensor_argument("isclose", "input", 1, input)
+    _tensor_argument("isclose", "other", 2, other)
+    if input._dtype is not other._dtype:
+        raise RuntimeError(f"{SCALAR_NAMES[input._dtype.name]} did not match {SCALAR_NAMES[other._dtype.name]}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    input, other = input.detach(), other.detach()  # a bool result: nothing to differentiate
+    close = eq(input, other)
+    if equal_nan and input._dtype.category >= 2:
+        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    if input._dtype.category < 2:  # bool and integers: torch measures the error in the default float dtype
+        input, other = input.to(dt.get_default_dtype()), other.to(dt.get_default_dtype())
+    allowed_error = atol + (rtol * other).abs()
+    actual_error = (input - other).abs()
+    return logical_or(close, logical_and(isfinite(actual_error), le(actual_error, allowed_error)))
+
+
+@export
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of input is close to other's (see isclose), as a Python bool."""
+    _tensor_argument("allclose", "input", 1, input)
+    _tensor_argument("allclose", "other", 2, other)
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+@export
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both have the same shape and equal elements (after type promotion; nan is never equal)."""
+    _tensor_argument("equal", "input", 1, input)
+    _tensor_argument("equal", "other", 2, other)
+    if input.shape != other.shape:
+        return False
+    return bool(eq(input.detach(), other.detach()).all().item())
+
+
+def _isin_dtype(value) -> dt.dtype:
+    """A tensor's dtype, or the double-width type torch wraps a Python number in (for isin's dtype check)."""
+    if isinstance(value, Tensor):
+        return value._dtype
+    if isinstance(value, bool):
+        return dt.bool_
+    return {int: dt.int64, float: dt.float64, complex: dt.complex128}.get(type(value), dt.float64)
+
+
+def _isin_impl(xp, elements, test_elements, invert):
+    if not hasattr(elements, "shape"):  # a Python number: a 0-d result
+        elements = xp.asarray(elements, dtype=test_elements.dtype)
+    if not hasattr(test_elements, "shape"):
+        test_elements = xp.asarray(test_elements, dtype=elements.dtype)
+    return xp.isin(elements, test_elements, invert=invert)
+
+
+_ISIN = OpDef("isin", _isin_impl, None, dtype_rule=compare, upcast_half=False,
+              meta=lambda args, params: tuple(args[0].shape) if isinstance(args[0], Tensor) else ())
+
+
+@export(method=False)
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False, out=None) -> Tensor:
+    """Whether each element of `elements` occurs in `test_elements` (one of them may be a Python number).
+
+    `assume_unique` only lets torch pick a faster algorithm; the result here is the same either way."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(
+            f"isin() received an invalid combination of arguments - got ({type(elements).__name__}, "
+            f"{type(test_elements).__name__}), but expected one of:\n"
+            " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = False, "
+            "Tensor out = None)\n"
+            " * (Number element, Tensor test_elements, *, bool assume_unique = False, bool invert = False, "
+            "Tensor out = None)\n"
+            " * (Tensor elements, Number test_element, *, bool assume_unique = False, bool invert = False, "
+            "Tensor out = None)\n"
+        )
+    for value in (elements, test_elements):
+        if not isinstance(value, (Tensor, bool, int, float, complex)):
+            raise TypeError(f"isin(): argument 'test_elements' must be Tensor or Number, not {type(value).__name__}")
+        dtype = _isin_dtype(value)
+        if dtype is dt.bool_ or dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {SCALAR_NAMES[dtype.name]}")
+    return finish_out(call(_ISIN, (elements, test_elements), {"invert": bool(invert)}), out)

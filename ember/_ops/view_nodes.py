@@ -20,6 +20,13 @@ def view_positions(base: Tensor, view: Tensor) -> np.ndarray:
     """For each element of `view`, the flat (row-major) index of the element of `base` it aliases."""
     base_array, view_array = base._data, view._data
     itemsize = base_array.itemsize
+    if view_array.itemsize != itemsize:
+        # view_as_real / .real / .imag / view(dtype): one base element is several view elements (or the reverse),
+        # which these position maps do not express; refuse rather than record a wrong gradient
+        raise RuntimeError(
+            f"ember: an in-place operation on a view that reinterprets its base's dtype ({base.dtype} viewed as "
+            f"{view.dtype}: view_as_real, .real, .imag or view(dtype)) is not supported when autograd records it; "
+            "write into a clone, or run it under torch.no_grad()")
     base_address = _address(base_array)
     low = base_address + sum((n - 1) * s for n, s in zip(base_array.shape, base_array.strides) if s < 0 and n)
     extent = _extent(base_array) if base_array.size else 1

@@ -155,6 +155,12 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 @export
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-D tensor: a view of a contiguous input, else a contiguous copy (torch.ravel)."""
+    return view(input if input.is_contiguous() else input.contiguous(), -1)
+
+
+@export
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Split one dim into `sizes` (one of which may be -1)."""
     if input.ndim == 0:
