@@ -352,14 +352,15 @@ def _mul_backward(ctx, g):
 
 
 _MUL = pointwise("mul", lambda xp, a, b: a * b, _mul_backward, out_impl=_ufunc_out("multiply"))
+# Saves the operands only, as torch's DivBackward0: an in-place write to the quotient stays legal.
 _DIV = pointwise("div", lambda xp, a, b: a / b, lambda ctx, g: _div_backward(ctx, g), rule=promote_float,
-                 saves=BOTH, out_impl=_ufunc_out("true_divide"))
+                 out_impl=_ufunc_out("true_divide"))
 
 
 def _div_backward(ctx, g):
     a, b = ctx.inputs
     grad_a = g / _conj(b) if ctx.needs_input_grad[0] else None
-    grad_b = -g * _conj(ctx.result) / _conj(b) if ctx.needs_input_grad[1] else None
+    grad_b = -g * _conj(a / b / b) if ctx.needs_input_grad[1] else None  # torch's div_tensor_other_backward
     return grad_a, grad_b
 
 
