@@ -34,6 +34,9 @@ HALF_TYPES = (dt.float16, dt.bfloat16)
 Tensor = None  # set by ember._tensor (import cycle)
 tracer = None  # graph capture (ember.compile) sets an object with record(op, args, params, results)
 autocast = None  # ember.amp sets a function (op, args) -> args while an autocast region is active
+# ember.profiler sets a function (op, args, params) -> results while a profile is recording; it times the call
+# and runs it with this hook cleared (ember/profiler/_recorder.py)
+profiler = None
 # The generated in-place methods (ember/_ops/_api.py make_inplace) set inplace_target to their tensor; the next op
 # call takes it (whether or not it writes) and sets inplace_written when it wrote its result there.
 inplace_target = None
@@ -138,6 +141,8 @@ def keep(args, params):
 
 def call(op: OpDef, args: tuple, params: dict = EMPTY):
     """Run one op call through the one dispatch path; see the module docstring."""
+    if profiler is not None:
+        return profiler(op, args, params)
     if inplace_target is not None and _write_in_place(op, args, params):
         return args[0]
     if autocast is not None:

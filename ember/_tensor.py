@@ -259,6 +259,18 @@ class Tensor:
     def untyped_storage(self) -> UntypedStorage:
         return UntypedStorage(self._storage)
 
+    def share_memory_(self) -> Tensor:
+        """Move the storage into shared memory, in place: this tensor and its views stay valid and a process this
+        tensor is sent to maps the same memory (NOTE [ Shared tensors ] in ember/multiprocessing)."""
+        from .multiprocessing import _shared_storage
+
+        return _shared_storage.share_memory_(self)
+
+    def is_shared(self) -> bool:
+        from .multiprocessing import _shared_storage
+
+        return _shared_storage.is_shared(self)
+
     def is_contiguous(self, memory_format=None) -> bool:
         if isinstance(self._data, MetaArray):
             return True

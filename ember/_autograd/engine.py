@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 
+from .. import _dispatch
 from .grad_mode import state
 from .node import AccumulateGrad, Node
 
@@ -117,7 +118,11 @@ def run_backward(
         while ready:
             node = heapq.heappop(ready)[2]
             node_grads = buffers.pop(node, None) or [None] * node.num_outputs
-            outputs = _run_node(node, node_grads, capture, captured, accumulate_into, executes)
+            if _dispatch.profiler is None:
+                outputs = _run_node(node, node_grads, capture, captured, accumulate_into, executes)
+            else:  # ember.profiler: "autograd::engine::evaluate_function: <name>" spans the node's hooks and apply
+                outputs = _dispatch.profiler.evaluate_function(
+                    node, _run_node, node, node_grads, capture, captured, accumulate_into, executes)
             if not keep_graph:
                 node.release()
             _deliver(node, outputs, buffers, dependencies, ready, needed)
@@ -156,7 +161,7 @@ def _run_node(node: Node, grads: list, capture, captured, accumulate_into, execu
     if all(g is None for g in grads):
         return None
     try:
-        outputs = node.apply(grads)
+        outputs = node.apply(grads) if _dispatch.profiler is None else _dispatch.profiler.apply_node(node, grads)
     except Exception as error:
         if node._trace is not None:
             _report_anomaly(node)

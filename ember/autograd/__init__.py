@@ -7,7 +7,7 @@ from .._autograd.function import Function, InplaceFunction, once_differentiable
 from .._autograd.functions import backward, grad
 from .._autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .._autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from . import anomaly_mode, function, functional, grad_mode, graph  # noqa: F401  (torch's submodules)
+from . import anomaly_mode, function, functional, grad_mode, graph, profiler  # noqa: F401  (torch's submodules)
 
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "GradcheckError", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "Function", "InplaceFunction", "once_differentiable",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "safetensors")
+_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks")
 
 
 def __getattr__(name: str):

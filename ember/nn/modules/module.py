@@ -340,6 +340,11 @@ class Module:
         return self._apply(convert)
 
     def share_memory(self):
+        """Move every parameter and buffer (and existing .grad) into shared memory, in place (Hogwild)."""
+        for tensor in [*self.parameters(), *self.buffers()]:
+            tensor.share_memory_()
+            if tensor._grad is not None:
+                tensor._grad.share_memory_()
         return self
 
     # ------------------------------------------------------------ hooks
