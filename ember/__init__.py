@@ -114,6 +114,11 @@ from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noq
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 
 from . import amp, func, testing  # noqa: E402
+from . import multiprocessing, profiler  # noqa: E402 - torch.multiprocessing, torch.profiler
+from . import distributions  # noqa: E402 - torch.distributions (ember/distributions)
+from . import special  # noqa: E402
+from .func import vmap  # noqa: E402 - torch.vmap (ember/func/_vmap.py)
+from . import fft  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,
     is_autocast_available, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,

@@ -181,16 +181,17 @@ def _lu_backward(ctx, g):
 
 
 def _solve_left(A: Tensor, B: Tensor) -> Tensor:
-    from .decompositions import solve
+    """X with A X = B, A = L^H unit upper triangular (as torch's backward, a triangular solve)."""
+    from .solvers import triangular
 
-    return solve(A, B)
+    return triangular(A, B, upper=True, left=True, unitriangular=True)
 
 
 def _solve_right(A: Tensor, B: Tensor) -> Tensor:
-    """X with X A = B."""
-    from .decompositions import solve
+    """X with X A = B, A = U^H lower triangular."""
+    from .solvers import triangular
 
-    return solve(A, B, left=False)
+    return triangular(A, B, upper=False, left=False)
 
 
 _LU = OpDef("linalg_lu_factor_ex", _lu_impl, _lu_backward, dtype_rule=_lu_rule, meta=_lu_meta, saves=SAVE_RESULT,

@@ -249,12 +249,7 @@ def inverse(input: Tensor, *, out=None) -> Tensor:
     return inv(input, out=out)
 
 
-@export
-def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """torch.cholesky (deprecated in torch for linalg.cholesky)."""
-    from .decompositions import cholesky as linalg_cholesky
-
-    return linalg_cholesky(input, upper=upper, out=out)
+# torch.cholesky (deprecated) lives in solvers.py with the other Cholesky helpers
 
 
 @export

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._ops.creation import eye as ember_eye
 from .._ops.decompositions import LinAlgError, cholesky, det, inv, slogdet, solve
 from .._ops.einsum import tensordot
 from .._ops.linalg import cross_product as _cross_product
@@ -10,6 +13,18 @@ from .._ops.linalg import vdot as _vdot
 from .._ops.matrix_functions import linalg_matrix_exp as matrix_exp
 from .._ops.matrix_functions import lu, lu_factor, lu_factor_ex
 from .._ops.norms import matrix_norm, matrix_power, norm, vector_norm
+from .._ops.solvers import (
+    cond,
+    eig,
+    eigvals,
+    householder_product,
+    lu_solve,
+    solve_ex,
+    solve_triangular,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from .._ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd, svdvals
 
 
@@ -37,16 +52,50 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
     return _make("linalg_inv_ex", ("inverse", "info"))(result, info)
 
 
+def _cholesky_info(A) -> np.ndarray:
+    """LAPACK's potrf info per matrix: 0, or the order of the first leading minor that is not positive-definite."""
+    matrices = np.asarray(A.detach().cpu().numpy()).reshape((-1,) + tuple(A.shape[-2:]))
+    info = np.zeros(len(matrices), np.int32)
+    for index, matrix in enumerate(matrices):
+        try:
+            np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            info[index] = next(k for k in range(1, matrix.shape[-1] + 1) if not _positive_definite(matrix[:k, :k]))
+    return info.reshape(tuple(A.shape[:-2]))
+
+
+def _positive_definite(matrix) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+        return True
+    except np.linalg.LinAlgError:
+        return False
+
+
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
+    """(L, info): info is 0 where A is positive-definite, else the order of its first leading minor that is not
+    (L is then undefined there: ember leaves zeros); check_errors=True raises as cholesky does."""
+    from .. import tensor, where
     from ..return_types import _make
 
-    result = cholesky(A, upper=upper)
-    info = result.new_zeros(A.shape[:-2]).long()
+    if A.device.type == "meta" or not A.numel():  # shapes only (or nothing to factor): nothing can fail
+        failed = np.zeros(tuple(A.shape[:-2]), np.int32)
+    else:
+        failed = _cholesky_info(A)
+    info = tensor(failed, device=A.device)
+    if not failed.any() or check_errors:
+        result = cholesky(A, upper=upper)  # raises torch's error when check_errors and a matrix failed
+    else:
+        bad = tensor(failed != 0, device=A.device)[..., None, None]
+        eye = ember_eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        result = where(bad, 0.0, cholesky(where(bad, eye, A), upper=upper))
     return _make("linalg_cholesky_ex", ("L", "info"))(result, info)
 
 
 __all__ = ["LinAlgError", "lu", "lu_factor", "lu_factor_ex", "matrix_exp",
            "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "inv_ex",
            "lstsq", "matmul", "matrix_norm", "matrix_rank", "matrix_power", "multi_dot", "norm", "pinv", "qr",
-           "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm"]
+           "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm",
+           "cond", "eig", "eigvals", "householder_product", "lu_solve", "solve_ex", "solve_triangular",
+           "tensorinv", "tensorsolve", "vander"]
 _ = _vdot

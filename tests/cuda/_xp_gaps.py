@@ -71,6 +71,7 @@ GAPS = {
     ('interpolate', 'forward'): 'EmulationError at ember/_ops/indexing.py:301 _host_index',
     ('interpolate', 'grad'): 'EmulationError at ember/_ops/indexing.py:301 _host_index',
     ('linalg.cholesky', 'grad'): 'EmulationError at ember/_ops/elementwise.py:248 _add_impl',
+    ('cholesky', 'grad'): 'EmulationError at ember/_ops/elementwise.py:310 _add_impl (linalg.cholesky backward)',
     ('linalg.lstsq', 'forward'): 'EmulationError at ember/_ops/elementwise.py:556 fn',
     ('linalg.lstsq', 'grad'): 'EmulationError at ember/_ops/elementwise.py:556 fn',
     ('linalg.qr', 'grad'): 'EmulationError at ember/_ops/elementwise.py:248 _add_impl',
