@@ -62,7 +62,7 @@ class OpDef:
     """
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
-                 "outputs", "node_class", "differentiable_outputs", "out_impl")
+                 "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -79,6 +79,8 @@ class OpDef:
         self.differentiable_outputs = differentiable_outputs
         self.grad_name = grad_name or "".join(p.capitalize() for p in name.strip("_").split("_")) + "Backward0"
         self.node_class = node_class(self.grad_name)
+        # a slicing view whose gradient the engine may add into its input's buffer (ember/_autograd/engine.py)
+        self.scatters_into_buffer = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"

@@ -75,8 +75,56 @@ def _run_hooks(hooks: dict, grad):
     return grad
 
 
-def _add(existing, grad):
-    return grad if existing is None else existing + grad
+def _add(existing, grad, owned=None):
+    """existing + grad.  A buffer the engine made itself (its id in `owned`: a sum, or a fresh view-scatter
+    result, that only the buffer references) is added into in place when no graph is being recorded.  Ids
+    leave `owned` when their tensor is consumed, so a freed tensor's id is never mistaken for a live one's."""
+    if existing is None:
+        return grad
+    if owned is None:
+        return existing + grad
+    owned.discard(id(grad))
+    if id(existing) in owned and existing._dtype is grad._dtype and existing._data.shape == grad._data.shape:
+        existing._data += grad._data
+        return existing
+    owned.discard(id(existing))
+    result = existing + grad
+    owned.add(id(result))
+    return result
+
+
+# NOTE [ Slice gradients added in place ]
+# The backward of a slicing view (x[:, a:b], split, chunk, unbind, select, narrow) is zeros of the input's
+# shape with the gradient written into the slice (view_scatter).  Three slices of one tensor (a qkv split)
+# cost three full-size zero buffers and two full-size additions.  When no graph is being recorded and the
+# input's gradient buffer already holds a tensor the engine made, the slice's gradient is added into that
+# buffer's slice instead: one pass over the slice, no allocation.  Nodes with hooks, anomaly mode, captured
+# gradients and the profiler take the ordinary path.
+
+
+def _scatter_in_place(node, grads, buffers, owned, capture) -> bool:
+    """Add a slicing node's gradient into its input's buffer (NOTE [ Slice gradients added in place ])."""
+    op = getattr(node, "op", None)
+    if op is None or not getattr(op, "scatters_into_buffer", False) or grads[0] is None or len(grads) != 1:
+        return False
+    if (node._tensor_hooks or node._retain_hooks or node._pre_hooks or node._post_hooks or node._trace is not None
+            or (capture is not None and (node, 0) in capture) or len(node.next_functions) != 1):
+        return False
+    child, nr = node.next_functions[0]
+    buffer = buffers.get(child)
+    existing = buffer[nr] if buffer is not None else None
+    grad = grads[0]
+    if existing is None or id(existing) not in owned or existing._dtype is not grad._dtype:
+        return False
+    target = op.impl(_xp(existing), existing._data, **node.params)
+    if getattr(target, "shape", None) != grad._data.shape or target.base is None:
+        return False
+    target += grad._data
+    return True
+
+
+def _xp(tensor):
+    return _dispatch.device_module(tensor._device)
 
 
 def run_backward(
@@ -114,18 +162,29 @@ def run_backward(
             heapq.heappush(ready, (-node._sequence_nr, id(node), node))
     previous_mode = state.enabled
     state.enabled = create_graph
+    # buffers the engine made itself, safe to add into (None while recording a graph: create_graph)
+    owned = None if create_graph or state.anomaly else set()
     try:
         while ready:
             node = heapq.heappop(ready)[2]
             node_grads = buffers.pop(node, None) or [None] * node.num_outputs
-            if _dispatch.profiler is None:
+            if owned:
+                for grad in node_grads:
+                    owned.discard(id(grad))  # leaves the buffers now
+            if owned is not None and _dispatch.profiler is None and (executes is None or node in executes) and (
+                    _scatter_in_place(node, node_grads, buffers, owned, capture)):
+                outputs = None
+            elif _dispatch.profiler is None:
                 outputs = _run_node(node, node_grads, capture, captured, accumulate_into, executes)
             else:  # ember.profiler: "autograd::engine::evaluate_function: <name>" spans the node's hooks and apply
                 outputs = _dispatch.profiler.evaluate_function(
                     node, _run_node, node, node_grads, capture, captured, accumulate_into, executes)
+            # a slicing node's output is a fresh zeros-and-slice array that only the buffer will hold
+            fresh = owned is not None and outputs is not None and not node._post_hooks and getattr(
+                getattr(node, "op", None), "scatters_into_buffer", False)
             if not keep_graph:
                 node.release()
-            _deliver(node, outputs, buffers, dependencies, ready, needed)
+            _deliver(node, outputs, buffers, dependencies, ready, needed, owned, fresh)
     finally:
         state.enabled = previous_mode
         while after_backward:
@@ -176,7 +235,8 @@ def _run_node(node: Node, grads: list, capture, captured, accumulate_into, execu
     return outputs
 
 
-def _deliver(node: Node, outputs, buffers: dict, dependencies: dict, ready: list, needed) -> None:
+def _deliver(node: Node, outputs, buffers: dict, dependencies: dict, ready: list, needed, owned=None,
+             fresh: bool = False) -> None:
     """Add each output gradient into the buffer of the node its edge leads to."""
     sent = set()
     for index, (child, nr) in enumerate(node.next_functions):
@@ -190,7 +250,9 @@ def _deliver(node: Node, outputs, buffers: dict, dependencies: dict, ready: list
             buffer = buffers.get(child)
             if buffer is None:
                 buffer = buffers[child] = [None] * child.num_outputs
-            buffer[nr] = _add(buffer[nr], grad)
+            if fresh and buffer[nr] is None:
+                owned.add(id(grad))
+            buffer[nr] = _add(buffer[nr], grad, owned)
         remaining = dependencies[child] - 1
         dependencies[child] = remaining
         if remaining == 0:

@@ -419,12 +419,14 @@ _VIEW_SCATTER = OpDef(
     upcast_half=False,
     meta=lambda args, p: p["shape"],
 )
-_OVERLAPPING = {"unfold", "as_strided"}
 
 
 def view_scatter(g: Tensor, shape: tuple, view_op: OpDef, view_params: dict) -> Tensor:
     """Zeros of `shape` with `g` written through the view `view_op(**view_params)`: a view op's backward."""
     return call(_VIEW_SCATTER, (g,), {"shape": shape, "view_op": view_op, "view_params": view_params})
+
+
+_OVERLAPPING = {"unfold", "as_strided"}  # views whose elements may alias each other
 
 
 def selecting_view(name, impl, meta=None, grad_name=None):
@@ -436,6 +438,8 @@ def selecting_view(name, impl, meta=None, grad_name=None):
 
     op = _view_op(name, viewing_impl, None, meta=meta, grad_name=grad_name)
     op.backward = lambda ctx, g: view_scatter(g, _input_shape(ctx), op, ctx.params)
+    # the engine may add this op's gradient straight into its input's gradient buffer (engine._scatter_in_place)
+    op.scatters_into_buffer = name not in _OVERLAPPING
     return op
 
 
