@@ -28,7 +28,7 @@ class BackwardKernel:
     def __init__(self, kernel: Kernel, n_inputs: int, output_specs: list, covered: set) -> None:
         self.kernel = kernel
         self.n_inputs = n_inputs  # kernel arg indices below this are group inputs; the rest are output grads
-        self.output_specs = output_specs  # (input index, level) per kernel output
+        self.output_specs = output_specs  # (input indices, level) per kernel output
         self.covered = covered  # input indices it computes gradients for
         self.run = None
 
@@ -45,17 +45,23 @@ def build_backward_kernel(group, name: str, wanted) -> BackwardKernel | None:
         return None
     if len(inputs) != len(group.inputs):
         return None  # the lowering met an input the forward did not (cannot happen; be safe)
-    specs = []
+    # one kernel output per distinct gradient: the two operands of an add (a residual) get the same temporary,
+    # written once and handed to both
+    specs, position = [], {}
     for key, temp in accumulated.items():
         if isinstance(key, tuple) and key[0] == "input":
             _, index, level = key
-            specs.append((index, level))
-            kernel.outputs.append((temp, level))
+            if (temp, level) not in position:
+                position[(temp, level)] = len(specs)
+                specs.append(([], level))
+                kernel.outputs.append((temp, level))
+            specs[position[(temp, level)]][0].append(index)
     if not specs:
         return None
     _prune(kernel)
     finish_kernel(kernel)
-    return BackwardKernel(kernel, len(group.inputs), specs, {index for index, _ in specs})
+    specs = [(tuple(indices), level) for indices, level in specs]
+    return BackwardKernel(kernel, len(group.inputs), specs, {i for indices, _ in specs for i in indices})
 
 
 def _reverse(b: KernelBuilder, group, env: dict, extras: dict, wanted, n_inputs: int) -> dict:

@@ -251,10 +251,11 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
         backward_kernel.run(arrays + results, space.R, K)
         counters["backward_kernel"] += 1
         totals: dict = {}
-        for (index, _), array in zip(backward_kernel.output_specs, results):
-            array = sum_to(array, inputs[index]._data.shape)
-            totals[index] = array if index not in totals else totals[index] + array
-        out = []
+        for (indices, _), array in zip(backward_kernel.output_specs, results):
+            for index in indices:
+                summed = sum_to(array, inputs[index]._data.shape)
+                totals[index] = summed if index not in totals else totals[index] + summed
+        out, made = [], {}
         for index, (tensor, need) in enumerate(zip(inputs, ctx.needs_input_grad)):
             if not need:
                 out.append(None)
@@ -262,7 +263,11 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
             array = totals.get(index)
             if array is None:
                 array = np.zeros(tensor._data.shape, np_dtype)
-            out.append(Tensor._make(np.ascontiguousarray(array), tensor._dtype, tensor._device))
+            # inputs given one array get one Tensor: the engine clones it where two leaves would share a .grad
+            grad = made.get(id(array))
+            if grad is None or grad._dtype is not tensor._dtype:
+                grad = made[id(array)] = Tensor._make(np.ascontiguousarray(array), tensor._dtype, tensor._device)
+            out.append(grad)
         return tuple(out)
 
     def backward(ctx, grads):
