@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._ops._generator import _generator_for
 from .._tensor import Tensor
@@ -83,11 +84,21 @@ def _query_block(causal):
     return min(_block_size, 64) if causal else _block_size
 
 
+def _keeps_probabilities(query_shape, key_shape) -> bool:
+    """Short keys (S <= 4 * head dim): forward keeps the softmax for backward, at most 4x the output's memory,
+    instead of backward recomputing Q K^T, the mask and the exponentials (a quarter of attention's time at
+    128 tokens).  Longer keys are recomputed block by block, so memory stays linear in the sequence."""
+    return key_shape[-2] <= 4 * query_shape[-1]
+
+
 def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
     q, k, v, mask = _widen(q, k, v, mask)
     length = q.shape[-2]
     out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
     lse = xp.empty(q.shape[:-1], q.dtype)
+    keep = _keeps_probabilities(q.shape, k.shape)
+    # only the blocks' visible keys are written (and read back): causal leaves the rest unset
+    probabilities = xp.empty(q.shape[:-1] + (k.shape[-2],) if keep else (0,), q.dtype)
     q = q * q.dtype.type(scale)  # scale the L x D queries, not the L x S scores
     block = _query_block(causal)
     for index, start in enumerate(range(0, length, block)):
@@ -101,16 +112,27 @@ def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
         empty = total == 0  # a fully masked row: torch's fused kernels output zeros there, not nan
         total = xp.where(empty, 1.0, total).astype(q.dtype)
         lse[..., start:stop] = xp.where(empty, np.inf, row_max + xp.log(total))[..., 0]
+        if keep:  # normalised in place and kept (backward reads them)
+            weights /= total
+            probabilities[..., start:stop, :kv] = weights
+            total = None
         if dropout_p > 0:
-            keep = _dropout_keep(weights.shape[:-1] + (k.shape[-2],), seed, index, dropout_p)[..., :kv]
-            weights *= keep / (1 - dropout_p)
-        # normalise the block x D output rather than the block x S weights
-        out[..., start:stop, :] = xp.matmul(weights, v[..., :kv, :]) / total
-    return out, lse
+            kept = _dropout_keep(weights.shape[:-1] + (k.shape[-2],), seed, index, dropout_p)[..., :kv]
+            weights = weights * (kept / (1 - dropout_p)) if keep else _scale_in_place(weights, kept, dropout_p)
+        block_out = xp.matmul(weights, v[..., :kv, :])
+        # else normalise the block x D output rather than the block x S weights
+        out[..., start:stop, :] = block_out if total is None else block_out / total
+    return out, lse, probabilities
 
 
-def _backward_impl(xp, g, q, k, v, out, lse, mask, causal, scale, dropout_p, seed):
+def _scale_in_place(weights, kept, p):
+    weights *= kept / (1 - p)
+    return weights
+
+
+def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout_p, seed):
     g, q, k, v, out, lse, mask = _widen(g, q, k, v, out, lse, mask)
+    saved = saved if saved.size else None  # the forward's softmax, when it kept it (_keeps_probabilities)
     length = q.shape[-2]
     grad_q = xp.empty_like(q)
     grad_k = xp.zeros(q.shape[:-2] + k.shape[-2:], q.dtype) if k.ndim == q.ndim else xp.zeros_like(k)
@@ -121,9 +143,13 @@ def _backward_impl(xp, g, q, k, v, out, lse, mask, causal, scale, dropout_p, see
     for index, start in enumerate(range(0, length, block)):
         stop = min(start + block, length)
         q_block = q[..., start:stop, :]
-        scores = _block_scores(xp, q_block, k, _mask_block(mask, start, stop), causal, start)
-        kv = scores.shape[-1]
-        probabilities = xp.exp(xp.subtract(scores, lse[..., start:stop, None], out=scores), out=scores)
+        if saved is not None:
+            kv = _key_stop(causal, stop, k.shape[-2])
+            probabilities = saved[..., start:stop, :kv]
+        else:
+            scores = _block_scores(xp, q_block, k, _mask_block(mask, start, stop), causal, start)
+            kv = scores.shape[-1]
+            probabilities = xp.exp(xp.subtract(scores, lse[..., start:stop, None], out=scores), out=scores)
         g_block = g[..., start:stop, :]
         if dropout_p > 0:
             keep = _dropout_keep(probabilities.shape[:-1] + (k.shape[-2],), seed, index, dropout_p)[..., :kv]
@@ -147,9 +173,9 @@ def _backward_impl(xp, g, q, k, v, out, lse, mask, causal, scale, dropout_p, see
 def _sdpa_backward(ctx, grads):
     g = grads[0]
     q, k, v, mask = ctx.inputs
-    out, lse = ctx.result
+    out, lse, saved = ctx.result
     params = ctx.params
-    grad_q, grad_k, grad_v = call(_BACKWARD, (g, q, k, v, out, lse, mask), params)
+    grad_q, grad_k, grad_v = call(_BACKWARD, (g, q, k, v, out, lse, saved, mask), params)
     return grad_q, grad_k, grad_v, None
 
 
@@ -162,7 +188,8 @@ def _no_double_backward(ctx, grads):
 # widen float16/bfloat16 to float32 themselves (torch's CPU kernels accumulate in float32 too).
 def _rule(args, params):
     dtype = args[0]._dtype
-    return None, (dtype, dtype)
+    widened = dt.float32 if dtype in (dt.float16, dt.bfloat16) else dtype  # the kept softmax stays float32
+    return None, (dtype, dtype, widened)
 
 
 def _backward_rule(args, params):
@@ -176,8 +203,9 @@ def _widen(*arrays):
 
 
 def _meta(args, params):
-    q, v = args[0], args[2]
-    return tuple(q.shape[:-1]) + (v.shape[-1],), tuple(q.shape[:-1])
+    q, k, v = args[0], args[1], args[2]
+    kept = tuple(q.shape[:-1]) + (k.shape[-2],) if _keeps_probabilities(q.shape, k.shape) else (0,)
+    return tuple(q.shape[:-1]) + (v.shape[-1],), tuple(q.shape[:-1]), kept
 
 
 def _backward_meta(args, params):
@@ -185,7 +213,7 @@ def _backward_meta(args, params):
 
 
 SDPA = OpDef("scaled_dot_product_attention", _forward_impl, _sdpa_backward, dtype_rule=_rule,
-             saves=SAVE_INPUTS | SAVE_RESULT, outputs=2, differentiable_outputs=(True, False), meta=_meta,
+             saves=SAVE_INPUTS | SAVE_RESULT, outputs=3, differentiable_outputs=(True, False, False), meta=_meta,
              grad_name="ScaledDotProductFlashAttentionForCpuBackward0")
 _BACKWARD = OpDef("scaled_dot_product_attention_backward", _backward_impl, _no_double_backward,
                   dtype_rule=_backward_rule, outputs=3, meta=_backward_meta)
@@ -217,8 +245,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         # a learned additive mask: fall back to the composite (math) form so it gets a gradient
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p), "seed": seed}
-    out, _ = call(SDPA, (query, key, value, attn_mask), params)
-    return out
+    return call(SDPA, (query, key, value, attn_mask), params)[0]
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):

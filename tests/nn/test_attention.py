@@ -57,3 +57,24 @@ def test_block_size_does_not_change_the_result(block, causal):
     ember.testing.assert_close(out, reference)
     for t, grad in zip((q, k, v), expected):
         ember.testing.assert_close(t.grad, grad)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_kept_softmax_and_recomputed_softmax_agree(monkeypatch, causal, dropout):
+    """Short keys keep the forward's softmax for backward; long ones recompute it: same gradients."""
+    from ember.nn import _functional_attention as attention
+
+    q, k, v = _qkv(40, 40, dim=16)
+    assert attention._keeps_probabilities(tuple(q.shape), tuple(k.shape))
+    results = []
+    for keeps in (True, False):
+        monkeypatch.setattr(attention, "_keeps_probabilities", lambda qs, ks, keeps=keeps: keeps)
+        for t in (q, k, v):
+            t.grad = None
+        ember.manual_seed(7)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=dropout)
+        (out * out).sum().backward()
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)])
+    for kept, recomputed in zip(*results):
+        np.testing.assert_allclose(kept, recomputed, rtol=1e-10, atol=1e-12)
