@@ -6,8 +6,9 @@ nodes in reverse, adding each operand's gradient contribution (lowering.DERIVATI
 sum/mean/amax, softmax, log_softmax and layer norm by their own rules, their row reductions in the same
 kernel).  Contributions to a row-level value from an elem-level use are summed over the row in the kernel.
 
-Kernel outputs are per (input, level): an input gets an elem gradient (full shape; suffix and broadcast
-inputs are summed back to their shape by the caller) and/or a row gradient (L + (1,)).  Steps no output
+Kernel outputs are per (input, level): an input gets an elem gradient (full shape; broadcast inputs are
+summed back to their shape by the caller), a col gradient (a bias or norm weight over the last dim: K sums
+accumulated across rows in the kernel, in double) and/or a row gradient (L + (1,)).  Steps no output
 needs are dropped.  A group with an op that has no formula gets no backward kernel (recompute fallback).
 """
 
@@ -81,6 +82,8 @@ def _reverse(b: KernelBuilder, group, env: dict, extras: dict, wanted, n_inputs:
                 return
             kind = _input_kind(group, value.shape, use_level)
             target = "row" if kind in ("row", "scalar") else "elem"
+            if kind == "suffix" and use_level == "elem" and group.K != 1:
+                target = "col"  # a bias or norm weight over the last dim: its gradient summed over rows in-kernel
             key = ("input", index, target)
         if target == "row" and use_level == "elem":
             temp = b.reduce("sum", temp, False)

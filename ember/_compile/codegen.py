@@ -98,7 +98,8 @@ class CPrinter:
     def source(self, kernel) -> str:
         ctype = kernel.ctype
         params = [f"const {c}* restrict a{n}" for n, (_, _, c) in enumerate(kernel.args)]
-        params += [f"{ctype}* restrict out{n}" for n in range(len(kernel.outputs))]
+        params += [f"{'double' if level == 'col' else ctype}* restrict out{n}"
+                   for n, (_, level) in enumerate(kernel.outputs)]
         lines = [f"#define T {ctype}", f"void {kernel.name}({', '.join(params + ['long R', 'long K'])})", "{"]
         steps = {s[1]: s for s in kernel.steps}
         if kernel.flat:
@@ -114,39 +115,24 @@ class CPrinter:
             lines += ["    }", "}", "#undef T", ""]
             return "\n".join(lines)
         lines.append("    for (long r = 0; r < R; r++) {")
-        for step in kernel.steps:
+        for batch in _batches(kernel.steps, steps):
+            step = batch[0]
             if step[0] == "load" and step[2] == "row":
                 lines.append("        " + _c_step(step, False))
             elif step[0] == "op" and step[2] == "row":
                 lines.append(f"        T {step[1]} = {step[3]};")
             elif step[0] == "reduce":
-                _, name, kind, source, divide = step
-                acc_type = "double" if kind == "sum" else "T"
-                start = "0.0" if kind == "sum" else "-INFINITY"
-                lines.append(f"        {acc_type} {name}_acc = {start};")
-                if kind != "sum":
-                    lines.append(f"        int {name}_nan = 0;")
-                reduction = f"+:{name}_acc" if kind == "sum" else f"max:{name}_acc) reduction(|:{name}_nan"
-                lines.append(f"        #pragma omp simd reduction({reduction})")
-                lines.append("        for (long k = 0; k < K; k++) {")
-                lines += ["            " + _c_step(steps[s], False) for s in _elem_closure(steps, [source])]
-                if kind == "sum":
-                    lines.append(f"            {name}_acc += {source};")
-                else:
-                    lines.append(f"            {name}_acc = {source} > {name}_acc ? {source} : {name}_acc;")
-                    lines.append(f"            {name}_nan |= {source} != {source};")
-                lines.append("        }")
-                if kind != "sum":
-                    lines.append(f"        if ({name}_nan) {name}_acc = NAN;")
-                lines.append(f"        T {name} = (T)({name}_acc{' / (double)K' if divide else ''});")
-        elem_outputs = [(n, name) for n, (name, level) in enumerate(kernel.outputs) if level == "elem"]
+                lines += _c_reductions(batch, steps)
+        elem_outputs = [(n, name, level) for n, (name, level) in enumerate(kernel.outputs) if level != "row"]
         if elem_outputs:
             lines.append("        #pragma omp simd")
             lines.append("        for (long k = 0; k < K; k++) {")
-            needed = _elem_closure(steps, [m for _, m in elem_outputs])
+            needed = _elem_closure(steps, [m for _, m, _ in elem_outputs])
             lines += ["            " + _c_step(steps[s], False) for s in needed]
-            for n, name in elem_outputs:
-                lines.append(f"            out{n}[r * K + k] = {name};")
+            for n, name, level in elem_outputs:
+                # col: K running sums over the rows (the caller zeroes them; one buffer per thread chunk)
+                lines.append(f"            out{n}[k] += (double){name};" if level == "col"
+                             else f"            out{n}[r * K + k] = {name};")
             lines.append("        }")
         for n, (name, level) in enumerate(kernel.outputs):
             if level == "row":
@@ -179,7 +165,7 @@ def _row_strides(kernel) -> list:
     for _, kind, ctype in kernel.args:
         item = 1 if ctype == "unsigned char" else size
         strides.append(item if kind == "row" else 0 if kind in ("suffix", "scalar") else None)  # None: K items
-    strides += [size if level == "row" else None for _, level in kernel.outputs]
+    strides += [size if level == "row" else "col" if level == "col" else None for _, level in kernel.outputs]
     return strides
 
 
@@ -192,11 +178,20 @@ def _c_caller(fn, kernel):
         if threads <= 1:
             fn(*pointers, R, K)
             return
-        per_row = [K * a.itemsize if s is None else s for a, s in zip(arrays, strides)]
         bounds = [R * n // threads for n in range(threads + 1)]
-        calls = [([p + start * step for p, step in zip(pointers, per_row)] + [stop - start, K])
-                 for start, stop in zip(bounds, bounds[1:]) if stop > start]
+        chunks = [(start, stop) for start, stop in zip(bounds, bounds[1:]) if stop > start]
+        # a col output (sums over rows) gets one zeroed row of partial sums per chunk, added up afterwards
+        partials = {n: np.zeros((len(chunks), K), np.float64) for n, s in enumerate(strides) if s == "col"}
+        per_row = [0 if s == "col" else K * a.itemsize if s is None else s for a, s in zip(arrays, strides)]
+        calls = []
+        for number, (start, stop) in enumerate(chunks):
+            chunk = [p + start * step for p, step in zip(pointers, per_row)]
+            for n, partial in partials.items():
+                chunk[n] = partial[number].__array_interface__["data"][0]
+            calls.append(chunk + [stop - start, K])
         _parallel(fn, calls)
+        for n, partial in partials.items():
+            arrays[n] += partial.sum(axis=0)
 
     return run
 
@@ -236,6 +231,68 @@ def _c_step(step, flat: bool) -> str:
         ctype = "T"
         return f"{ctype} {name} = a{arg}{_index(kind, flat)};"
     return f"T {step[1]} = {step[3]};"
+
+
+def _batches(ordered: list, steps: dict) -> list:
+    """The steps in order, consecutive reductions that do not read each other grouped: one loop over the row
+    computes them all (a layer norm's backward: mean(dy) and mean(dy * xhat) in one pass, not two)."""
+    batches: list = []
+    for step in ordered:
+        if step[0] in ("load", "op") and step[2] == "elem":
+            continue  # printed inside the loops that read them
+        if step[0] == "reduce" and batches and batches[-1][0][0] == "reduce" and not (
+                _depends_on(step[3], {s[1] for s in batches[-1]}, steps)):
+            batches[-1].append(step)
+        else:
+            batches.append([step])
+    return batches
+
+
+def _depends_on(name: str, targets: set, steps: dict) -> bool:
+    """Whether step `name` reads (through any chain of steps) one of `targets`."""
+    seen, stack = set(), [name]
+    while stack:
+        current = stack.pop()
+        if current in targets:
+            return True
+        step = steps.get(current)
+        if step is None or current in seen:
+            continue
+        seen.add(current)
+        if step[0] == "op":
+            stack.extend(step[5])
+        elif step[0] == "reduce":
+            stack.append(step[3])
+    return False
+
+
+def _c_reductions(batch: list, steps: dict) -> list:
+    """One simd loop over the row accumulating every reduction of the batch (sums in double)."""
+    lines, clauses = [], []
+    for _, name, kind, _source, _divide in batch:
+        acc_type = "double" if kind == "sum" else "T"
+        start = "0.0" if kind == "sum" else "-INFINITY"
+        lines.append(f"        {acc_type} {name}_acc = {start};")
+        if kind == "sum":
+            clauses.append(f"reduction(+:{name}_acc)")
+        else:
+            lines.append(f"        int {name}_nan = 0;")
+            clauses.append(f"reduction(max:{name}_acc) reduction(|:{name}_nan)")
+    lines.append(f"        #pragma omp simd {' '.join(clauses)}")
+    lines.append("        for (long k = 0; k < K; k++) {")
+    lines += ["            " + _c_step(steps[s], False) for s in _elem_closure(steps, [step[3] for step in batch])]
+    for _, name, kind, source, _divide in batch:
+        if kind == "sum":
+            lines.append(f"            {name}_acc += {source};")
+        else:
+            lines.append(f"            {name}_acc = {source} > {name}_acc ? {source} : {name}_acc;")
+            lines.append(f"            {name}_nan |= {source} != {source};")
+    lines.append("        }")
+    for _, name, kind, _source, divide in batch:
+        if kind != "sum":
+            lines.append(f"        if ({name}_nan) {name}_acc = NAN;")
+        lines.append(f"        T {name} = (T)({name}_acc{' / (double)K' if divide else ''});")
+    return lines
 
 
 def _elem_closure(steps: dict, targets) -> list:
@@ -330,6 +387,9 @@ class NumpyPrinter:
                 lines.append(f"    {name} = {function}(np.broadcast_to({source}, (R, K)), axis=-1, keepdims=True)")
         outs = []
         for name, level in kernel.outputs:
+            if level == "col":
+                outs.append(f"np.broadcast_to({name}, (R, K)).sum(axis=0, dtype=np.float64)")
+                continue
             shape = "(R, K)" if level == "elem" else "(R, 1)"
             outs.append(f"np.broadcast_to({name}, {shape})")
         lines.append(f"    return ({', '.join(outs)},)")

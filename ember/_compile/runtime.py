@@ -246,12 +246,15 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
                 if grad.dtype != np_dtype:
                     grad = grad.astype(np_dtype)
                 arrays.append(prepare(grad, kind, space))
-        results = [np.empty(space.full if level == "elem" else space.row, np_dtype)
+        results = [np.zeros(K, np.float64) if level == "col" else
+                   np.empty(space.full if level == "elem" else space.row, np_dtype)
                    for _, level in backward_kernel.output_specs]
         backward_kernel.run(arrays + results, space.R, K)
         counters["backward_kernel"] += 1
         totals: dict = {}
-        for (indices, _), array in zip(backward_kernel.output_specs, results):
+        for (indices, level), array in zip(backward_kernel.output_specs, results):
+            if level == "col":  # K sums (double) of a gradient over the last dim
+                array = array.astype(np_dtype)
             for index in indices:
                 summed = sum_to(array, inputs[index]._data.shape)
                 totals[index] = summed if index not in totals else totals[index] + summed

@@ -66,3 +66,38 @@ def test_libraries_build_without_an_openmp_thread_team():
     compiled = ember.compile(lambda x: ember.softmax(x * 2.0, -1))
     compiled(ember.randn(300, 300))
     assert "omp simd" in compiled.kernel_sources[0] and "omp parallel" not in compiled.kernel_sources[0]
+
+
+@needs_cc
+@pytest.mark.parametrize("threads", [1, 2])
+def test_norm_and_bias_gradients_summed_in_the_kernel(threads):
+    """A layer norm's weight/bias and a bias before GELU get their gradients as K column sums accumulated in
+    the backward kernel (one buffer of partial sums per thread chunk); they equal eager's."""
+    previous = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(3)
+        x = ember.tensor(rng.standard_normal((64, 48, 256)).astype(np.float32), requires_grad=True)
+        w, b, bias = (ember.tensor(rng.standard_normal(256).astype(np.float32), requires_grad=True)
+                      for _ in range(3))
+
+        def block(x):
+            return F.gelu(F.layer_norm(x, (256,), w, b) + bias)
+
+        compiled = ember.compile(block)
+        compiled(x)
+        grads = ember.autograd.grad((compiled(x) ** 2).sum(), [x, w, b, bias])
+        expected = ember.autograd.grad((block(x) ** 2).sum(), [x, w, b, bias])
+        for got, want in zip(grads, expected):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-4, atol=2e-3)
+    finally:
+        ember.set_num_threads(previous)
+
+
+@needs_cc
+def test_col_outputs_in_the_generated_source():
+    compiled = ember.compile(lambda x, w, b: F.layer_norm(x, (8,), w, b).tanh())
+    x, w, b = (ember.randn(*s, requires_grad=True) for s in ((4, 8), (8,), (8,)))
+    compiled(x, w, b)
+    (source,) = compiled.kernel_sources
+    assert "double* restrict out1" in source and "out1[k] += (double)" in source
