@@ -1,13 +1,18 @@
 """scaled_dot_product_attention, computed block by block (flash-attention style) so memory stays linear.
 
 Forward walks blocks of query rows: scores for one block (block x S), a stable
-softmax, the block's output and the row log-sum-exp; only the output and the
+softmax, the block's output and the row log-sum-exp; the output and the
 log-sum-exp (L values) are kept.  Backward recomputes each block's
 probabilities from the saved log-sum-exp, so no L x S matrix per head is ever
-held beyond one block.  The block size is `ember.nn.functional.sdpa_block_size`
-(default 128 query rows).  Dropout masks are regenerated in backward from a
-per-call seed.  Like torch's flash and memory-efficient kernels, this backward
-is not itself differentiable (no double backward).
+held beyond one block -- except for short keys (S <= 4 x head dim, see
+`_keeps_probabilities`), where keeping the softmax costs at most 4x the
+output's memory and saves the recomputation.  With is_causal a block of query
+rows only computes the keys it can see (the masked triangle is skipped).  The
+block size is `ember.nn.functional.sdpa_block_size` (default 128 query rows;
+causal blocks are at most 32).  Dropout masks are regenerated in backward from
+a per-call seed drawn from the default generator.  Like torch's flash and
+memory-efficient kernels, this backward is not itself differentiable (no
+double backward).
 """
 
 from __future__ import annotations
