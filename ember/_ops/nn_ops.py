@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor, wrap_dim
 from . import special_math
@@ -27,6 +28,37 @@ def _float_rule(args, params):
 
         raise RuntimeError(f'"{params.get("_name", "op")}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
     return dtype, dtype
+
+
+# ---------------------------------------------------------------- generated kernels (NOTE [ Eager ops on
+# generated kernels ] in ember/_compile/native.py): softmax, log_softmax and GELU on float32/float64 rows
+
+
+def _kernel(key: str, fn, array, n_inputs: int = 1, backward: bool = False):
+    """The generated kernel for `fn` when `array` qualifies (last dim, float, large), else None."""
+    from .._compile import native
+
+    if not native.usable(array, -1):
+        return None
+    return native.kernels(key, fn, dt.float32 if array.dtype == np.float32 else dt.float64, n_inputs, backward)
+
+
+def _kernel_op(name, key, fn, n_inputs, fallback):
+    """A non-differentiable op computing fn on arrays through its generated kernel (`fallback` without one);
+    backward formulas call it when no graph is being recorded."""
+    def impl(xp, *arrays, **params):
+        kernel = _kernel(key.format(**params), lambda *t: fn(*t, **params), arrays[0], n_inputs)
+        return kernel(*arrays)[0] if kernel is not None else fallback(xp, *arrays, **params)
+
+    return OpDef(name, impl, None, dtype_rule=lambda args, params: (None, args[0]._dtype), meta=broadcast_meta)
+
+
+def _eager_kernels_apply(ctx_tensor) -> bool:
+    """Whether a backward formula may use a kernel op: no graph being recorded, and a qualifying array."""
+    from .._autograd.grad_mode import state
+    from .._compile import native
+
+    return not state.enabled and native.usable(ctx_tensor._data, -1) and native.enabled()
 
 
 def _activation(name, impl, backward, saves=SAVE_INPUTS, rule=promote):
@@ -65,14 +97,32 @@ ELU = _activation("elu", _elu_impl, _elu_backward, rule=_float_rule)
 
 
 def _gelu_impl(xp, a, approximate):
+    kernel = _kernel(f"gelu_{approximate}", lambda x: _gelu(x, approximate), a, backward=True)
+    if kernel is not None:
+        return kernel(a)[0]
     if approximate == "tanh":
         inner = math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1.0 + xp.tanh(inner))
     return 0.5 * a * (1.0 + special_math.erf(xp, a * (1.0 / math.sqrt(2.0))))
 
 
+def _gelu(x, approximate):
+    return call(GELU, (x,), {"approximate": approximate})
+
+
+def _gelu_grad_impl(xp, x, g, approximate):
+    kernel = _kernel(f"gelu_{approximate}", lambda t: _gelu(t, approximate), x, backward=True)
+    return kernel.gradients([x], [g])[0]
+
+
+_GELU_GRAD = OpDef("gelu_backward", _gelu_grad_impl, None, dtype_rule=lambda args, params: (None, args[0]._dtype),
+                   meta=broadcast_meta)
+
+
 def _gelu_backward(ctx, g):
     x = ctx.inputs[0]
+    if _eager_kernels_apply(x) and g.shape == x.shape and g._dtype is x._dtype:
+        return call(_GELU_GRAD, (x, g), {"approximate": ctx.params["approximate"]})
     if ctx.params["approximate"] == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = k * (x + 0.044715 * x.pow(3))
@@ -132,6 +182,9 @@ HARDTANH = _activation("hardtanh", _hardtanh_impl, _hardtanh_backward)
 
 
 def _softmax_impl(xp, a, dim):
+    kernel = _kernel("softmax", lambda x: call(SOFTMAX, (x,), {"dim": x.ndim - 1}), a) if dim == a.ndim - 1 else None
+    if kernel is not None:
+        return kernel(a)[0]
     if a.ndim == 0 or not a.size:
         e = xp.exp(a - a)
         return e / e
@@ -143,6 +196,10 @@ def _softmax_impl(xp, a, dim):
 
 
 def _log_softmax_impl(xp, a, dim):
+    kernel = (_kernel("log_softmax", lambda x: call(LOG_SOFTMAX, (x,), {"dim": x.ndim - 1}), a)
+              if dim == a.ndim - 1 else None)
+    if kernel is not None:
+        return kernel(a)[0]
     if not a.size:
         return a.copy()
     if a.ndim == 0:
@@ -156,13 +213,25 @@ def _log_softmax_impl(xp, a, dim):
 def _softmax_backward(ctx, g):
     y = ctx.result
     dim = ctx.params["dim"]
+    if dim == y.ndim - 1 and _eager_kernels_apply(y) and g.shape == y.shape and g._dtype is y._dtype:
+        return call(_SOFTMAX_GRAD, (y, g))
     return y * (g - (g * y).sum(dim, keepdim=True))
 
 
 def _log_softmax_backward(ctx, g):
     y = ctx.result
     dim = ctx.params["dim"]
+    if dim == y.ndim - 1 and _eager_kernels_apply(y) and g.shape == y.shape and g._dtype is y._dtype:
+        return call(_LOG_SOFTMAX_GRAD, (y, g))
     return g - y.exp() * g.sum(dim, keepdim=True)
+
+
+_SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward",
+                           lambda y, g: y * (g - (g * y).sum(-1, keepdim=True)), 2,
+                           lambda xp, y, g: y * (g - (g * y).sum(-1, keepdims=True)))
+_LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward",
+                               lambda y, g: g - y.exp() * g.sum(-1, keepdim=True), 2,
+                               lambda xp, y, g: g - xp.exp(y) * g.sum(-1, keepdims=True))
 
 
 def _softmax_rule(args, params):
