@@ -113,7 +113,7 @@ from ._runtime import (  # noqa: E402
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 
-from . import amp, func, testing  # noqa: E402
+from . import amp, func, jit, testing  # noqa: E402
 from . import multiprocessing, profiler  # noqa: E402 - torch.multiprocessing, torch.profiler
 from . import distributions  # noqa: E402 - torch.distributions (ember/distributions)
 from . import special  # noqa: E402
