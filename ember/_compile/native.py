@@ -1,6 +1,6 @@
 """Generated kernels behind eager ops: NOTE [ Eager ops on generated kernels ].
 
-Eager softmax, log_softmax and GELU are several NumPy passes each (GELU's erf is a NumPy polynomial: ~10
+Eager softmax, log_softmax, GELU and layer norm are several NumPy passes each (GELU's erf is a NumPy polynomial: ~10
 passes forward, more backward), where torch runs one fused loop.  ember.compile's fusion and C printer
 already produce those loops for any group of ops; this module reuses them for single eager ops: it builds
 the one-node graph of an op (its params fixed, e.g. dim=-1), lowers it to a kernel and its backward kernel
@@ -18,6 +18,7 @@ returns None and the ops keep their NumPy implementations.
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import numpy as np
@@ -91,27 +92,28 @@ def _prepare(array, kind, R, K):
     return np.ascontiguousarray(array).reshape(-1)
 
 
-def kernels(key: str, fn, dtype, n_inputs: int = 1, backward: bool = False) -> _Kernels | None:
-    """The kernels of `fn` (ember ops on `n_inputs` row-shaped tensors, e.g. `lambda x: softmax(x, -1)`) for
-    `dtype`, built on first use; with `backward`, also its backward kernel.  None: not available here (use
-    the NumPy implementation)."""
+def kernels(key: str, fn, dtype, n_inputs: int = 1, backward: bool = False, vectors: int = 0) -> _Kernels | None:
+    """The kernels of `fn` (ember ops on `n_inputs` row-shaped tensors, then `vectors` tensors of one row's
+    length such as a norm's weight and bias; e.g. `lambda x: softmax(x, -1)`) for `dtype`, built on first use;
+    with `backward`, also its backward kernel.  None: not available here (use the NumPy implementation)."""
     if not enabled() or dtype.name not in fusion.FLOAT_TYPES or _building[0]:
         return None
-    cache_key = (key, dtype.name, n_inputs, backward)
+    cache_key = (key, dtype.name, n_inputs, backward, vectors)
     found = _built.get(cache_key, False)
     if found is not False:
         return found
     with _lock:
         if cache_key not in _built:
-            _built[cache_key] = _build(key, fn, dtype, n_inputs, backward)
+            _built[cache_key] = _build(key, fn, dtype, n_inputs, backward, vectors)
     return _built[cache_key]
 
 
 _building = [False]  # while tracing an op's graph the ops run their NumPy code (no recursion into here)
 
 
-def _trace(fn, dtype, n_inputs):
-    """fn's graph, traced on (4, 8) example tensors with every other dispatch hook off and grad mode on."""
+def _trace(fn, dtype, n_inputs, vectors=0):
+    """fn's graph, traced on (4, 8) example tensors (and (8,) vectors) with the other dispatch hooks off and
+    grad mode on."""
     from .. import _dispatch
     from .._autograd.grad_mode import state
     from .._ops.creation import ones
@@ -122,7 +124,8 @@ def _trace(fn, dtype, n_inputs):
     state.enabled = True
     _building[0] = True
     try:
-        args = tuple(ones(4, 8, dtype=dtype, requires_grad=True) for _ in range(n_inputs))
+        args = tuple(ones(4, 8, dtype=dtype, requires_grad=True) for _ in range(n_inputs)) + tuple(
+            ones(8, dtype=dtype, requires_grad=True) for _ in range(vectors))
         tracer = Tracer()
         with tracer:
             tracer.bind_inputs(args, {})
@@ -134,9 +137,9 @@ def _trace(fn, dtype, n_inputs):
     return tracer.graph if ok else None
 
 
-def _build(key, fn, dtype, n_inputs, backward):
+def _build(key, fn, dtype, n_inputs, backward, vectors=0):
     """fn's one-group graph, lowered and printed by the compiler (see the module docstring)."""
-    graph = _trace(fn, dtype, n_inputs)
+    graph = _trace(fn, dtype, n_inputs, vectors)
     if graph is None:
         return None
     groups = fusion.find_groups(graph.nodes, 1)
@@ -145,9 +148,9 @@ def _build(key, fn, dtype, n_inputs, backward):
         return None  # not one kernel: leave the op to NumPy
     group = groups[0]
     placeholders = [n.results[0] for n in graph.nodes if n.kind == "placeholder"]
-    name = f"eager_{key}_{dtype.name}"
+    name = re.sub(r"\W", "_", f"eager_{key}_{dtype.name}")  # a C identifier (keys may hold eps=1e-05)
     forward = fusion.build_kernel(group, name, graph.users())
-    if any(value not in placeholders for value in group.inputs) or len(group.outputs) != 1:
+    if any(value not in placeholders for value in group.inputs):
         return None
     back = None
     if backward:

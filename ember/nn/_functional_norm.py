@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._autograd.grad_mode import no_grad
 from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
@@ -18,7 +20,30 @@ from .._tensor import Tensor
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"]
 
 
+def _layer_kernels(x, weight, bias, axes, eps):
+    """The generated layer-norm kernels (NOTE [ Eager ops on generated kernels ], ember/_compile/native.py) for
+    a norm over the last dim with a (K,) weight and bias or none; None where they do not apply."""
+    from .. import _dtype as dt
+    from .._compile import native
+
+    if axes != (x.ndim - 1,) or not native.usable(x, -1) or any(
+            t is not None and (t.shape != x.shape[-1:] or t.dtype != x.dtype) for t in (weight, bias)):
+        return None
+    vectors = [t is not None for t in (weight, bias)]
+
+    def traced(x, *affine):
+        parts = iter(affine)
+        w, b = (next(parts) if present else None for present in vectors)
+        return normalize(x, w, b, (x.ndim - 1,), eps)
+
+    dtype = dt.float32 if x.dtype == np.float32 else dt.float64
+    return native.kernels(f"layer_norm_{eps!r}_{vectors[0]:d}{vectors[1]:d}", traced, dtype, 1, True, sum(vectors))
+
+
 def _normalize_impl(xp, x, weight, bias, axes, eps):
+    kernels = _layer_kernels(x, weight, bias, axes, eps)
+    if kernels is not None:
+        return tuple(kernels(x, *[t for t in (weight, bias) if t is not None]))
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     var = (centered * centered).mean(axis=axes, keepdims=True)
@@ -34,9 +59,34 @@ def _normalize_impl(xp, x, weight, bias, axes, eps):
     return y, mean, rstd
 
 
+def _layer_grad_impl(xp, x, weight, bias, g, axes, eps):
+    """x's, weight's and bias's gradients from one generated backward kernel (empty arrays for absent ones)."""
+    kernels = _layer_kernels(x, weight, bias, axes, eps)
+    stats_grad = np.zeros(x.shape[:-1] + (1,), x.dtype)  # mean and rstd are not differentiable outputs
+    affine = [t for t in (weight, bias) if t is not None]
+    grads = iter(kernels.gradients([x] + affine, [g, stats_grad, stats_grad]))
+    grad_x = next(grads)
+    grad_w, grad_b = (next(grads) if t is not None else np.empty(0, x.dtype) for t in (weight, bias))
+    return grad_x, grad_w, grad_b
+
+
+def _layer_grad_backward(ctx, grads):
+    raise RuntimeError("the layer-norm gradient kernel is used only when no graph is being recorded")
+
+
+_LAYER_GRAD = OpDef("native_layer_norm_backward", _layer_grad_impl, _layer_grad_backward,
+                    dtype_rule=lambda args, params: (None, (args[0]._dtype,) * 3), outputs=3,
+                    meta=lambda args, params: tuple(tuple(a.shape) if a is not None else (0,) for a in args[:3]))
+
+
 def _normalize_backward(ctx, grads):
     g = grads[0]
     x, weight, bias = ctx.inputs
+    axes = ctx.params["axes"]
+    if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
+            and _layer_kernels(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
+        gx, gw, gb = call(_LAYER_GRAD, (x, weight, bias, g), dict(ctx.params))
+        return gx, (gw if weight is not None else None), (gb if bias is not None else None)
     # Not ctx.result: y itself is not needed and may have been modified in place since (a ReLU(inplace=True)).
     mean, rstd = ctx.saved_output(1), ctx.saved_output(2)
     axes = ctx.params["axes"]
@@ -62,6 +112,10 @@ def _normalize_backward(ctx, grads):
     if bias is not None and ctx.needs_input_grad[2]:
         grad_b = g
     return grad_x, grad_w, grad_b
+
+
+def _data(tensor):
+    return None if tensor is None else tensor._data
 
 
 def _constant_over(shape, axes, ndim) -> bool:

@@ -1,5 +1,6 @@
-"""NOTE [ Eager ops on generated kernels ] (ember/_compile/native.py): eager softmax, log_softmax and GELU on
-large float rows run generated C kernels (forward and backward); values and gradients equal torch's."""
+"""NOTE [ Eager ops on generated kernels ] (ember/_compile/native.py): eager softmax, log_softmax, GELU and
+layer norm on large float rows run generated C kernels (forward and backward); values and gradients equal
+torch's."""
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ OPS = {
     "log_softmax": (lambda lib, x: lib.log_softmax(x, -1)),
     "gelu": (lambda lib, x: lib.nn.functional.gelu(x)),
     "gelu_tanh": (lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh")),
+    "layer_norm": (lambda lib, x: lib.nn.functional.layer_norm(x, (x.shape[-1],))),
 }
 # float32: glibc's vector tanhf is an ulp short of -1 far out, so tanh-GELU's gradient there is ~3e-6, not 0
 TOLERANCE = {np.float32: dict(rtol=2e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-13)}
@@ -35,7 +37,7 @@ def test_kernel_path_matches_torch(name, dtype):
         results.append((y.detach().numpy(), x.grad.numpy()))
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, **TOLERANCE[dtype])
-    key = {"gelu": "gelu_none", "gelu_tanh": "gelu_tanh"}.get(name, name)
+    key = {"gelu": "gelu_none", "gelu_tanh": "gelu_tanh", "layer_norm": "layer_norm_1e-05_00"}.get(name, name)
     assert any(k[0] == key for k, v in native._built.items() if v is not None)  # the kernel was built and used
 
 
@@ -66,3 +68,24 @@ def test_other_dims_and_small_inputs_use_numpy():
     assert not native.usable(np.zeros((4, 4), np.float32), -1)
     assert not native.usable(np.zeros((300, 300), np.float32), 0)
     assert not native.usable(np.zeros((300, 300), np.int64), -1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)], ids=["wb", "w", "none"])
+def test_layer_norm_kernels_match_torch(dtype, affine):
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal((64, 40, 96)).astype(dtype)
+    grad = rng.standard_normal(values.shape).astype(dtype)
+    weight, bias = (rng.standard_normal(96).astype(dtype) for _ in range(2))
+    results = []
+    for lib in (ember, torch):
+        x = lib.tensor(values, requires_grad=True)
+        w = lib.tensor(weight, requires_grad=True) if affine[0] else None
+        b = lib.tensor(bias, requires_grad=True) if affine[1] else None
+        lib.nn.functional.layer_norm(x, (96,), w, b, eps=1e-3).backward(lib.tensor(grad))
+        results.append([x.grad.numpy()] + [t.grad.numpy() for t in (w, b) if t is not None])
+    scale = {np.float32: dict(rtol=1e-4, atol=5e-4), np.float64: dict(rtol=1e-10, atol=1e-11)}[dtype]
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(mine, theirs, **scale)  # weight/bias grads sum 2560 rows: float32 atol
+    flags = f"{affine[0]:d}{affine[1]:d}"
+    assert native._built.get((f"layer_norm_0.001_{flags}", np.dtype(dtype).name, 1, True, sum(affine)))
