@@ -58,13 +58,17 @@ class Size(tuple):
 
 
 class Storage:
-    """What views share: the root array (for data_ptr) and the version counter."""
+    """What views share: the root array (for data_ptr), the version counter, and whether it was allocated in
+    inference_mode (torch's inference tensors: every tensor on such a storage, views too, reports is_inference();
+    a view made in inference_mode of a normal tensor stays normal).  The mark costs one flag read per new storage,
+    that is per op result."""
 
-    __slots__ = ("array", "version", "__weakref__")
+    __slots__ = ("array", "version", "inference", "__weakref__")
 
     def __init__(self, array) -> None:
         self.array = array
         self.version = 0
+        self.inference = state.inference
 
 
 class UntypedStorage:

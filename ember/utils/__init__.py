@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks")
+_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks", "dlpack")
 
 
 def __getattr__(name: str):
