@@ -90,7 +90,7 @@ def use_grad_for_differentiable(step):
     def wrapper(self, *args, **kwargs):
         previous = is_grad_enabled()
         try:
-            set_grad_enabled(self.defaults["differentiable"])
+            set_grad_enabled(self.defaults.get("differentiable", False))  # Adafactor, Muon: no such option
             return step(self, *args, **kwargs)
         finally:
             set_grad_enabled(previous)
@@ -120,6 +120,13 @@ def check_real(param: Tensor, name: str) -> None:
     """torch runs complex params through view_as_real; ember has no view_as_real yet, so say so plainly."""
     if param.is_complex():
         raise NotImplementedError(f"{name}: complex parameters are not supported by ember.optim yet")
+
+
+def reject_complex(group: dict, name: str) -> None:
+    """The RuntimeError of torch's optimizers that have no complex support at all (Adafactor, Muon)."""
+    for p in group["params"]:
+        if p.grad is not None and p.is_complex():
+            raise RuntimeError(f"{name} does not support complex parameters")
 
 
 def scalar_tensor(value: float, dtype=None, device=None) -> Tensor:
@@ -213,8 +220,8 @@ class Optimizer:
                      "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        self._fill_group_defaults()  # before the next line: groups get only their optimizer's own options
         self.defaults.setdefault("differentiable", False)
-        self._fill_group_defaults()
 
     def _fill_group_defaults(self) -> None:
         """What each torch subclass's __setstate__ does: groups get options missing from an older state,
