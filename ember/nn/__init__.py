@@ -3,4 +3,5 @@
 from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules.module import Module  # noqa: F401
+from .parallel import DataParallel  # noqa: F401
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401

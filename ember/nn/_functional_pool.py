@@ -22,7 +22,8 @@ __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-    "unfold", "fold",
+    "unfold", "fold", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
 ]
 
 
@@ -129,6 +130,22 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+# the *_with_indices forms always return (values, indices); return_indices is accepted and ignored, as in torch
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def _avg_divisor(spatial, kernel, stride, padding, out, count_include_pad):
@@ -267,6 +284,18 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(3, input, output_size, return_indices, "adaptive_max_pool3d")
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max(1, input, output_size, True, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max(2, input, output_size, True, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max(3, input, output_size, True, "adaptive_max_pool3d")
 
 
 def _lp_pool(dims, input, norm_type, kernel_size, stride, ceil_mode):

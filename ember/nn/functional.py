@@ -55,6 +55,10 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _inplace_result(input, result, inplace)
 
 
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, True)
+
+
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
@@ -62,9 +66,17 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     return _inplace_result(input, result, inplace)
 
 
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     result = call(nn_ops.ELU, (input,), {"alpha": alpha, "scale": 1.0, "input_scale": 1.0 / alpha})
     return _inplace_result(input, result, inplace)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -190,6 +202,10 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     else:
         result = leaky_relu(input, (lower + upper) / 2)
     return _inplace_result(input, result, inplace)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, True)
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -393,8 +409,10 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
 from ._functional_attention import *  # noqa: E402, F401, F403
 from ._functional_attention import get_sdpa_block_size, set_sdpa_block_size  # noqa: E402, F401
 from ._functional_conv import *  # noqa: E402, F401, F403
+from ._functional_fractional_pool import *  # noqa: E402, F401, F403
 from ._functional_loss import *  # noqa: E402, F401, F403
 from ._functional_loss import _legacy_reduction, _reduce  # noqa: E402, F401
+from ._functional_multihead_attention import *  # noqa: E402, F401, F403
 from ._functional_norm import *  # noqa: E402, F401, F403
 from ._functional_pool import *  # noqa: E402, F401, F403
 from ._functional_shape import *  # noqa: E402, F401, F403

@@ -1,6 +1,7 @@
 """nn modules, one file per layer family."""
 
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403

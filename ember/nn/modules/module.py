@@ -662,10 +662,9 @@ class Module:
                 continue
             try:
                 with no_grad():
-                    if is_lazy(param):
-                        param.materialize(input_param.shape)
-                        param.copy_(input_param)
-                    elif assign:
+                    if is_lazy(param):  # LazyModuleMixin's load hook materialised it unless the entry is lazy too
+                        continue
+                    if assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param, requires_grad=param.requires_grad)

@@ -1,4 +1,4 @@
-"""Pooling modules over nn.functional."""
+"""Pooling modules over nn.functional: max, average, adaptive, LP, unpooling and fractional max pooling."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from .module import Module
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
 ]
 
 
@@ -209,3 +210,50 @@ class LPPool2d(_LPPoolNd):
 
 class LPPool3d(_LPPoolNd):
     function = staticmethod(F.lp_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Either output_size or output_ratio (in (0, 1)); `_random_samples`, when given, is a buffer that fixes the
+    window offsets (see nn.functional.fractional_max_pool2d)."""
+
+    __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _dims = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        dims, name = self._dims, type(self).__name__
+        if dims == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _ntuple(kernel_size, dims)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, dims) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, dims) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+def _ntuple(value, dims: int) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _dims = 2
+
+    def forward(self, input: Tensor):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _dims = 3
+
+    def forward(self, input: Tensor):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 
 from ... import _dtype as dt
 from ..._ops.creation import empty, full
@@ -22,141 +21,6 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"
 
 class NonDynamicallyQuantizableLinear(Linear):
     pass
-
-
-def _canonical_mask(mask, name, other_name, other_type, target_type):
-    """Bool masks become float masks with -inf where True (torch's F._canonical_mask)."""
-    if mask is None:
-        return None
-    if mask.dtype is dt.bool_:
-        return full(tuple(mask.shape), 0.0, dtype=target_type).masked_fill(mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
-
-
-def multi_head_attention_forward(query, key, value, embed_dim, num_heads, in_proj_weight, in_proj_bias, bias_k,
-                                 bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
-                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
-                                 is_causal=False):
-    """torch.nn.functional.multi_head_attention_forward for (L, N, E) inputs (or unbatched (L, E))."""
-    unbatched = query.dim() == 2
-    if unbatched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, query_embed_dim = query.shape
-    src_len = key.shape[0]
-    if query_embed_dim != embed_dim:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim}, but got {query_embed_dim}")
-    if key_padding_mask is not None:  # torch's _check_key_padding_mask
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", "attn_mask", None, query.dtype)
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, None, query.dtype)
-        if key_padding_mask is not None:
-            is_causal = False
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
-        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    q = F.linear(query, w_q, b_q)
-    k = F.linear(key, w_k, b_k)
-    v = F.linear(value, w_v, b_v)
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(tgt_len, src_len)}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-    if bias_k is not None and bias_v is not None:
-        from ... import cat
-
-        k = cat([k, bias_k.repeat(1, bsz, 1)])
-        v = cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
-    if add_zero_attn:
-        from ... import cat, zeros
-
-        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], dim=1)
-        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], dim=1)
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    src_len = k.shape[1]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise RuntimeError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                               f"{tuple(key_padding_mask.shape)}")
-        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
-            bsz * num_heads, 1, src_len)
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-    if not training:
-        dropout_p = 0.0
-    if need_weights:
-        q_scaled = q * math.sqrt(1.0 / float(head_dim))
-        if attn_mask is not None:
-            weights = attn_mask + q_scaled.matmul(k.transpose(-2, -1))
-        else:
-            weights = q_scaled.matmul(k.transpose(-2, -1))
-        weights = F.softmax(weights, dim=-1)
-        if dropout_p > 0.0:
-            weights = F.dropout(weights, p=dropout_p)
-        attn_output = weights.matmul(v)
-        attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
-        attn_output = attn_output.reshape(tgt_len, bsz, attn_output.shape[1])
-        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-        if unbatched:
-            attn_output = attn_output.squeeze(1)
-            weights = weights.squeeze(0)
-        return attn_output, weights
-    if attn_mask is not None:
-        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
-            attn_mask = attn_mask.unsqueeze(0)
-        else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
-    attn_output = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
-    attn_output = attn_output.reshape(tgt_len, bsz, attn_output.shape[1])
-    if unbatched:
-        attn_output = attn_output.squeeze(1)
-    return attn_output, None
 
 
 class MultiheadAttention(Module):
@@ -223,7 +87,7 @@ class MultiheadAttention(Module):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
             query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        attn_output, weights = multi_head_attention_forward(
+        attn_output, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
             self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
             training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,

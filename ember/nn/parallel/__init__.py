@@ -1,5 +1,6 @@
-"""ember.nn.parallel: DistributedDataParallel (torch.nn.parallel's API)."""
+"""ember.nn.parallel: DataParallel, DistributedDataParallel (torch.nn.parallel's API)."""
 
+from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
