@@ -127,7 +127,8 @@ def kind_of(node: Node):
         ndim = len(x.shape)
         if ndim >= 1 and tuple(node.params.get("axes", ())) == (ndim - 1,):
             K = x.shape[-1]
-            if all(a is None or a.shape == (K,) for a in node.args[1:]):
+            # affine per column (layer norm's (K,)) or per row (a channel norm laid out as rows: L + (1,))
+            if all(a is None or a.shape in ((K,), tuple(x.shape[:-1]) + (1,)) for a in node.args[1:]):
                 return "composite"
         return None
     return None

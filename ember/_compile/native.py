@@ -62,7 +62,8 @@ class _Kernels:
         return [r.reshape(s) for r, s in zip(results, shapes)]
 
     def gradients(self, inputs: list, grads: list) -> list:
-        """The input gradients (elem: input-shaped; col: K sums) from the saved inputs and output gradients."""
+        """The input gradients (elem: input-shaped; col: K sums; row: (R, 1) sums) from the saved inputs and
+        output gradients."""
         first = inputs[0]
         K = first.shape[-1]
         R = first.size // K
@@ -77,7 +78,8 @@ class _Kernels:
         self.run_backward(arrays + results, R, K)
         out = [None] * self.n_arguments
         for (indices, level), array in zip(self.backward.output_specs, results):
-            value = array.astype(first.dtype) if level == "col" else array.reshape(first.shape)
+            value = (array.astype(first.dtype) if level == "col" else array if level == "row"
+                     else array.reshape(first.shape))
             for index in indices:
                 position = self.position[index]
                 out[position] = value if out[position] is None else out[position] + value
@@ -92,26 +94,27 @@ def _prepare(array, kind, R, K):
     return np.ascontiguousarray(array).reshape(-1)
 
 
-def kernels(key: str, fn, dtype, n_inputs: int = 1, backward: bool = False, vectors: int = 0) -> _Kernels | None:
+def kernels(key: str, fn, dtype, n_inputs: int = 1, backward: bool = False, vectors: int = 0,
+            columns: int = 0) -> _Kernels | None:
     """The kernels of `fn` (ember ops on `n_inputs` row-shaped tensors, then `vectors` tensors of one row's
     length such as a norm's weight and bias; e.g. `lambda x: softmax(x, -1)`) for `dtype`, built on first use;
     with `backward`, also its backward kernel.  None: not available here (use the NumPy implementation)."""
     if not enabled() or dtype.name not in fusion.FLOAT_TYPES or _building[0]:
         return None
-    cache_key = (key, dtype.name, n_inputs, backward, vectors)
+    cache_key = (key, dtype.name, n_inputs, backward, vectors, columns)
     found = _built.get(cache_key, False)
     if found is not False:
         return found
     with _lock:
         if cache_key not in _built:
-            _built[cache_key] = _build(key, fn, dtype, n_inputs, backward, vectors)
+            _built[cache_key] = _build(key, fn, dtype, n_inputs, backward, vectors, columns)
     return _built[cache_key]
 
 
 _building = [False]  # while tracing an op's graph the ops run their NumPy code (no recursion into here)
 
 
-def _trace(fn, dtype, n_inputs, vectors=0):
+def _trace(fn, dtype, n_inputs, vectors=0, columns=0):
     """fn's graph, traced on (4, 8) example tensors (and (8,) vectors) with the other dispatch hooks off and
     grad mode on."""
     from .. import _dispatch
@@ -125,7 +128,8 @@ def _trace(fn, dtype, n_inputs, vectors=0):
     _building[0] = True
     try:
         args = tuple(ones(4, 8, dtype=dtype, requires_grad=True) for _ in range(n_inputs)) + tuple(
-            ones(8, dtype=dtype, requires_grad=True) for _ in range(vectors))
+            ones(8, dtype=dtype, requires_grad=True) for _ in range(vectors)) + tuple(
+            ones(4, 1, dtype=dtype, requires_grad=True) for _ in range(columns))
         tracer = Tracer()
         with tracer:
             tracer.bind_inputs(args, {})
@@ -137,9 +141,9 @@ def _trace(fn, dtype, n_inputs, vectors=0):
     return tracer.graph if ok else None
 
 
-def _build(key, fn, dtype, n_inputs, backward, vectors=0):
+def _build(key, fn, dtype, n_inputs, backward, vectors=0, columns=0):
     """fn's one-group graph, lowered and printed by the compiler (see the module docstring)."""
-    graph = _trace(fn, dtype, n_inputs, vectors)
+    graph = _trace(fn, dtype, n_inputs, vectors, columns)
     if graph is None:
         return None
     groups = fusion.find_groups(graph.nodes, 1)

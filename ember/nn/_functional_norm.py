@@ -40,10 +40,50 @@ def _layer_kernels(x, weight, bias, axes, eps):
     return native.kernels(f"layer_norm_{eps!r}_{vectors[0]:d}{vectors[1]:d}", traced, dtype, 1, True, sum(vectors))
 
 
+def _channel_kernels(x, weight, bias, axes, eps):
+    """Batch norm's statistics per channel (over N and the spatial dims) as rows: the generated kernels of a
+    norm over the last dim of the (C, N * spatial) transpose, weight and bias one value per row.  None where
+    they do not apply (see _layer_kernels)."""
+    from .. import _dtype as dt
+    from .._compile import native
+
+    channels = x.shape[1] if x.ndim >= 2 else 0
+    if x.ndim < 2 or axes != (0,) + tuple(range(2, x.ndim)) or x.size < native.MIN_ELEMENTS or any(
+            t is not None and (t.size != channels or t.dtype != x.dtype) for t in (weight, bias)):
+        return None
+    if x.dtype not in (np.float32, np.float64) or type(x) is not np.ndarray or not native.enabled():
+        return None
+    present = [t is not None for t in (weight, bias)]
+
+    def traced(rows, *affine):
+        parts = iter(affine)
+        w, b = (next(parts) if flag else None for flag in present)
+        return normalize(rows, w, b, (1,), eps)
+
+    dtype = dt.float32 if x.dtype == np.float32 else dt.float64
+    return native.kernels(f"channel_norm_{eps!r}_{present[0]:d}{present[1]:d}", traced, dtype, 1, True,
+                          columns=sum(present))
+
+
+def _as_rows(x):
+    """(N, C, *S) -> the contiguous (C, N * prod(S)) transpose (one copy)."""
+    return np.ascontiguousarray(np.moveaxis(x, 1, 0)).reshape(x.shape[1], -1)
+
+
+def _from_rows(rows, shape):
+    return np.ascontiguousarray(np.moveaxis(rows.reshape((shape[1], shape[0]) + tuple(shape[2:])), 0, 1))
+
+
 def _normalize_impl(xp, x, weight, bias, axes, eps):
     kernels = _layer_kernels(x, weight, bias, axes, eps)
     if kernels is not None:
         return tuple(kernels(x, *[t for t in (weight, bias) if t is not None]))
+    kernels = _channel_kernels(x, weight, bias, axes, eps)
+    if kernels is not None:
+        columns = [t.reshape(-1, 1) for t in (weight, bias) if t is not None]
+        y, mean, rstd = kernels(_as_rows(x), *columns)
+        stat = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        return _from_rows(y, x.shape), mean.reshape(stat), rstd.reshape(stat)
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     var = (centered * centered).mean(axis=axes, keepdims=True)
@@ -70,6 +110,22 @@ def _layer_grad_impl(xp, x, weight, bias, g, axes, eps):
     return grad_x, grad_w, grad_b
 
 
+def _channel_grad_impl(xp, x, weight, bias, g, axes, eps):
+    """Batch norm's x, weight and bias gradients from the channel-rows backward kernel."""
+    kernels = _channel_kernels(x, weight, bias, axes, eps)
+    stats_grad = np.zeros((x.shape[1], 1), x.dtype)
+    affine = [t.reshape(-1, 1) for t in (weight, bias) if t is not None]
+    grads = iter(kernels.gradients([_as_rows(x)] + affine, [_as_rows(g), stats_grad, stats_grad]))
+    grad_x = _from_rows(next(grads), x.shape)
+    grad_w, grad_b = (next(grads).reshape(t.shape) if t is not None else np.empty(0, x.dtype) for t in (weight, bias))
+    return grad_x, grad_w, grad_b
+
+
+_CHANNEL_GRAD = OpDef("native_batch_norm_backward", _channel_grad_impl, None,
+                      dtype_rule=lambda args, params: (None, (args[0]._dtype,) * 3), outputs=3,
+                      meta=lambda args, params: tuple(tuple(a.shape) if a is not None else (0,) for a in args[:3]))
+
+
 def _layer_grad_backward(ctx, grads):
     raise RuntimeError("the layer-norm gradient kernel is used only when no graph is being recorded")
 
@@ -86,6 +142,10 @@ def _normalize_backward(ctx, grads):
     if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
             and _layer_kernels(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
         gx, gw, gb = call(_LAYER_GRAD, (x, weight, bias, g), dict(ctx.params))
+        return gx, (gw if weight is not None else None), (gb if bias is not None else None)
+    if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
+            and _channel_kernels(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
+        gx, gw, gb = call(_CHANNEL_GRAD, (x, weight, bias, g), dict(ctx.params))
         return gx, (gw if weight is not None else None), (gb if bias is not None else None)
     # Not ctx.result: y itself is not needed and may have been modified in place since (a ReLU(inplace=True)).
     mean, rstd = ctx.saved_output(1), ctx.saved_output(2)

@@ -88,4 +88,32 @@ def test_layer_norm_kernels_match_torch(dtype, affine):
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, **scale)  # weight/bias grads sum 2560 rows: float32 atol
     flags = f"{affine[0]:d}{affine[1]:d}"
-    assert native._built.get((f"layer_norm_0.001_{flags}", np.dtype(dtype).name, 1, True, sum(affine)))
+    assert native._built.get((f"layer_norm_0.001_{flags}", np.dtype(dtype).name, 1, True, sum(affine), 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("shape, module", [((16, 8, 12, 12), "BatchNorm2d"), ((64, 300), "BatchNorm1d"),
+                                           ((32, 6, 100), "BatchNorm1d")], ids=["2d", "1d-flat", "1d-seq"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_batch_norm_channel_kernels_match_torch(dtype, shape, module, affine):
+    """Training batch norm: per-channel statistics computed as rows of the (C, N * spatial) transpose."""
+    rng = np.random.default_rng(5)
+    values = rng.standard_normal(shape).astype(dtype)
+    grad = rng.standard_normal(shape).astype(dtype)
+    channels = shape[1]
+    results = []
+    for lib in (ember, torch):
+        norm = getattr(lib.nn, module)(channels, affine=affine).to(lib.float32 if dtype == np.float32 else lib.float64)
+        if affine:
+            with lib.no_grad():
+                norm.weight.copy_(lib.tensor(np.linspace(0.5, 2.0, channels).astype(dtype)))
+                norm.bias.copy_(lib.tensor(np.linspace(-1.0, 1.0, channels).astype(dtype)))
+        x = lib.tensor(values, requires_grad=True)
+        norm(x).backward(lib.tensor(grad))
+        results.append([x.grad.numpy(), norm.running_mean.numpy(), norm.running_var.numpy()]
+                       + ([norm.weight.grad.numpy(), norm.bias.grad.numpy()] if affine else []))
+    scale = {np.float32: dict(rtol=1e-4, atol=1e-4), np.float64: dict(rtol=1e-10, atol=1e-11)}[dtype]
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(mine, theirs, **scale)
+    assert native._built.get((f"channel_norm_1e-05_{affine:d}{affine:d}", np.dtype(dtype).name, 1, True, 0,
+                              2 * affine))
