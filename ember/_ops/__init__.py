@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     special_functions,
     statistics,
     tensor_extras,
+    ternary,
     top_level_functions,
     view_copies,
     view_nodes,

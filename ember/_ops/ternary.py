@@ -1,0 +1,161 @@
+"""Pointwise ops of three operands: lerp, addcmul, addcdiv, and clamp (a value between two bounds).
+
+Declared with elementwise.py's `pointwise` helper, like the other pointwise families; kept apart so
+elementwise.py stays a readable size.
+"""
+
+from __future__ import annotations
+
+from .. import _dtype as dt
+from .._dispatch import call, result_type_of_args
+from .._tensor import Tensor
+from . import special_math
+from ._api import export, finish_out
+from .elementwise import _conj, _reusing, pointwise, where
+
+
+def _c_type_name(dtype: dt.dtype) -> str:
+    """The C++ type name torch's messages print for a dtype (float, long int, c10::Half ...)."""
+    return dt.CPP_TYPE_NAMES[dtype.name]
+
+
+def _lerp_out(xp, out, a, b, w):
+    difference = b - a
+    step = _reusing(xp.multiply, w, difference, difference, out)
+    xp.add(a, step, out=out, casting="unsafe")
+
+
+_LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g),
+                  out_impl=_lerp_out)
+
+
+def _lerp_backward(ctx, g):
+    a, b, w = ctx.inputs
+    return g * _conj(1 - w), g * _conj(w), (g * _conj(b - a) if isinstance(w, Tensor) else None)
+
+
+@export(inplace=True)
+def lerp(input, end, weight, *, out=None) -> Tensor:
+    """input + weight * (end - input); end (and a tensor weight with dims) must share input's dtype, as in torch."""
+    if end._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `end` but got dtype "
+                           f"{_c_type_name(end._dtype)}")
+    if isinstance(weight, Tensor) and weight._data.ndim and weight._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `weight` but got dtype "
+                           f"{_c_type_name(weight._dtype)}")
+    return finish_out(call(_LERP, (input, end, weight)), out)
+
+
+def _addcmul_backward(ctx, g):
+    _, t1, t2 = ctx.inputs
+    value = ctx.params.get("value", 1)
+    return g, g * _conj(t2 * value), g * _conj(t1 * value)
+
+
+def _addcdiv_backward(ctx, g):
+    _, t1, t2 = ctx.inputs
+    value = ctx.params.get("value", 1)
+    return g, g * _conj(value / t2), -g * _conj(value * t1 / t2.square())
+
+
+def _addcmul_out(xp, out, a, t1, t2, value=1):
+    scaled = special_math.scalar_like(value, t1) * t1
+    product = _reusing(xp.multiply, scaled, t2, scaled, out)
+    xp.add(a, product, out=out, casting="unsafe")
+
+
+def _addcdiv_out(xp, out, a, t1, t2, value=1):
+    scaled = value * t1
+    quotient = _reusing(xp.true_divide, scaled, t2, scaled, out)
+    xp.add(a, quotient, out=out, casting="unsafe")
+
+
+_ADDCMUL = pointwise("addcmul", lambda xp, a, t1, t2, value=1: a + special_math.scalar_like(value, t1) * t1 * t2,
+                     _addcmul_backward, out_impl=_addcmul_out)
+_ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward,
+                     out_impl=_addcdiv_out)
+
+
+@export(inplace=True)
+def addcmul(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
+    """input + value * tensor1 * tensor2."""
+    return finish_out(call(_ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
+
+
+@export(inplace=True)
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
+    """input + value * tensor1 / tensor2 (integer division is an error, as in torch)."""
+    if tensor1._dtype.category < 2 and tensor2._dtype.category < 2:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    return finish_out(call(_ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else {}), out)
+
+
+def _clamp_backward(ctx, g):
+    a, low, high = ctx.inputs
+    inside = None
+    grad_low = grad_high = None
+    if low is not None:
+        inside = a >= low
+        if isinstance(low, Tensor) and ctx.needs_input_grad[1]:
+            grad_low = where(a < low, g, 0.0)
+    if high is not None:
+        below = a <= high
+        inside = below if inside is None else inside & below
+        if isinstance(high, Tensor) and ctx.needs_input_grad[2]:
+            grad_high = where(a > high, g, 0.0)
+    return where(inside, g, 0.0), grad_low, grad_high
+
+
+def _clamp_out(xp, out, a, low, high):
+    if low is not None:
+        xp.maximum(a, low, out=out)
+        a = out
+    if high is not None:
+        xp.minimum(a, high, out=out)
+
+
+_CLAMP = pointwise("clamp", special_math.clamp, _clamp_backward, grad_name=None, out_impl=_clamp_out)
+
+
+@export(inplace=True, aliases=("clip",))
+def clamp(input, min=None, max=None, *, out=None) -> Tensor:
+    """Clamp into [min, max]; bounds may be scalars or tensors; nan propagates."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if input._dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and max is not None:
+        raise TypeError(f"clamp() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(min).__name__}, {type(max).__name__}): min and max must both be Tensors or Numbers")
+    if result_type_of_args((input, min, max)) is dt.bool_:
+        _check_bool_clamp(min, max)
+    return finish_out(call(_CLAMP, (input, min, max)), out)
+
+
+def _check_bool_clamp(min, max) -> None:
+    """torch's clamp kernels reject bool except clamp_min/clamp_max with one tensor bound."""
+    if isinstance(min, Tensor) and isinstance(max, Tensor):
+        raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return
+    kernel = "clamp_scalar" if min is not None and max is not None else "clamp_min_scalar" if max is None \
+        else "clamp_max_scalar"
+    raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
+
+
+@export(inplace=True)
+def clamp_min(input, min, *, out=None) -> Tensor:
+    return clamp(input, min=min, out=out)
+
+
+@export(inplace=True)
+def clamp_max(input, max, *, out=None) -> Tensor:
+    return clamp(input, max=max, out=out)
+
+
