@@ -271,8 +271,14 @@ def apply_key(array, key: IndexKey):
         last = advanced[-1] if type(advanced) is tuple and advanced else None
         if (getattr(last, "ndim", 0) == 1 and last.dtype.kind in "iu"
                 and all(type(part) is slice and part == slice(None) for part in advanced[:-1])):
-            # one integer vector along one dim (index_select, x[idx]): take() is ~1.7x faster than fancy indexing
-            return array.take(last, axis=len(advanced) - 1)
+            # one integer vector along one dim (index_select, x[idx]): take() is ~1.7x faster than fancy indexing,
+            # and mode="wrap" (negative indices as torch's) another ~1.7x over take's default per-element check;
+            # the range is checked first in two vector passes (callers check it too, except a compiled replay)
+            axis = len(advanced) - 1
+            size = array.shape[axis]
+            if last.size and (size == 0 or last.min() < -size or last.max() >= size):
+                return array.take(last, axis=axis)  # NumPy's IndexError names the bad index
+            return array.take(last, axis=axis, mode="wrap")
         array = array[advanced]
     return array
 
