@@ -544,16 +544,21 @@ def legacy_new(*args, device=None, **kwargs) -> Tensor:
         raise RuntimeError(
             f"legacy constructor expects device type: cpu but device type: {as_device(device).type} was passed"
         )
-    dtype = dt.get_default_dtype()
+    return legacy_construct(args, dt.get_default_dtype(), None)
+
+
+def legacy_construct(args: tuple, dtype, device) -> Tensor:
+    """The legacy constructors' argument forms (torch.Tensor(...) and Tensor.new(...)): none, sizes or a Size,
+    a sequence of data, or a tensor (returned as is)."""
     if not args:
-        return empty(0, dtype=dtype)
+        return empty(0, dtype=dtype, device=device)
     first = args[0]
     if len(args) == 1 and isinstance(first, Tensor):
         return first
     if all(_is_size_int(a) for a in args) or (len(args) == 1 and type(first).__name__ == "Size"):
-        return empty(*args, dtype=dtype)
+        return empty(*args, dtype=dtype, device=device)
     if len(args) == 1 and _is_sequence(first):
-        return tensor(first, dtype=dtype)
+        return tensor(first, dtype=dtype, device=device)
     if len(args) == 1:
         raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
     raise TypeError(f"new() received an invalid combination of arguments - got "

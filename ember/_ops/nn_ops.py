@@ -43,22 +43,22 @@ def _kernel(key: str, fn, array, n_inputs: int = 1, backward: bool = False):
     return native.kernels(key, fn, dt.float32 if array.dtype == np.float32 else dt.float64, n_inputs, backward)
 
 
-def _kernel_op(name, key, fn, n_inputs, fallback):
-    """A non-differentiable op computing fn on arrays through its generated kernel (`fallback` without one);
-    backward formulas call it when no graph is being recorded."""
+def _backward_kernel(tensor: Tensor, key: str, fn, n_inputs: int = 1, backward: bool = False):
+    """The generated kernel a backward formula may use instead of its ember ops: none while a graph is being
+    recorded (double backward needs the formula itself), when `tensor` does not qualify, or when the kernel
+    could not be built."""
+    from .._autograd.grad_mode import state
+
+    return None if state.enabled else _kernel(key, fn, tensor._data, n_inputs, backward)
+
+
+def _kernel_op(name, key, fn, n_inputs):
+    """A non-differentiable op running fn's generated kernel on arrays; backward formulas call it after
+    `_backward_kernel` found that kernel (so it exists here: built once, cached)."""
     def impl(xp, *arrays, **params):
-        kernel = _kernel(key.format(**params), lambda *t: fn(*t, **params), arrays[0], n_inputs)
-        return kernel(*arrays)[0] if kernel is not None else fallback(xp, *arrays, **params)
+        return _kernel(key.format(**params), lambda *t: fn(*t, **params), arrays[0], n_inputs)(*arrays)[0]
 
     return OpDef(name, impl, None, dtype_rule=lambda args, params: (None, args[0]._dtype), meta=broadcast_meta)
-
-
-def _eager_kernels_apply(ctx_tensor) -> bool:
-    """Whether a backward formula may use a kernel op: no graph being recorded, and a qualifying array."""
-    from .._autograd.grad_mode import state
-    from .._compile import native
-
-    return not state.enabled and native.usable(ctx_tensor._data, -1) and native.enabled()
 
 
 def _activation(name, impl, backward, saves=SAVE_INPUTS, rule=promote):
@@ -121,8 +121,10 @@ _GELU_GRAD = OpDef("gelu_backward", _gelu_grad_impl, None, dtype_rule=lambda arg
 
 def _gelu_backward(ctx, g):
     x = ctx.inputs[0]
-    if _eager_kernels_apply(x) and g.shape == x.shape and g._dtype is x._dtype:
-        return call(_GELU_GRAD, (x, g), {"approximate": ctx.params["approximate"]})
+    approximate = ctx.params["approximate"]
+    if g.shape == x.shape and g._dtype is x._dtype and _backward_kernel(
+            x, f"gelu_{approximate}", lambda t: _gelu(t, approximate), backward=True) is not None:
+        return call(_GELU_GRAD, (x, g), {"approximate": approximate})
     if ctx.params["approximate"] == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = k * (x + 0.044715 * x.pow(3))
@@ -210,28 +212,39 @@ def _log_softmax_impl(xp, a, dim):
     return shifted
 
 
+def _softmax_grad(y, g, dim):
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def _log_softmax_grad(y, g, dim):
+    return g - y.exp() * g.sum(dim, keepdim=True)
+
+
+def _last_dim(formula):
+    """The formula over the last dim, as the generated kernels trace it."""
+    return lambda y, g: formula(y, g, -1)
+
+
 def _softmax_backward(ctx, g):
     y = ctx.result
     dim = ctx.params["dim"]
-    if dim == y.ndim - 1 and _eager_kernels_apply(y) and g.shape == y.shape and g._dtype is y._dtype:
+    if dim == y.ndim - 1 and g.shape == y.shape and g._dtype is y._dtype and _backward_kernel(
+            y, "softmax_backward", _last_dim(_softmax_grad), 2) is not None:
         return call(_SOFTMAX_GRAD, (y, g))
-    return y * (g - (g * y).sum(dim, keepdim=True))
+    return _softmax_grad(y, g, dim)
 
 
 def _log_softmax_backward(ctx, g):
     y = ctx.result
     dim = ctx.params["dim"]
-    if dim == y.ndim - 1 and _eager_kernels_apply(y) and g.shape == y.shape and g._dtype is y._dtype:
+    if dim == y.ndim - 1 and g.shape == y.shape and g._dtype is y._dtype and _backward_kernel(
+            y, "log_softmax_backward", _last_dim(_log_softmax_grad), 2) is not None:
         return call(_LOG_SOFTMAX_GRAD, (y, g))
-    return g - y.exp() * g.sum(dim, keepdim=True)
+    return _log_softmax_grad(y, g, dim)
 
 
-_SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward",
-                           lambda y, g: y * (g - (g * y).sum(-1, keepdim=True)), 2,
-                           lambda xp, y, g: y * (g - (g * y).sum(-1, keepdims=True)))
-_LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward",
-                               lambda y, g: g - y.exp() * g.sum(-1, keepdim=True), 2,
-                               lambda xp, y, g: g - xp.exp(y) * g.sum(-1, keepdims=True))
+_SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward", _last_dim(_softmax_grad), 2)
+_LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward", _last_dim(_log_softmax_grad), 2)
 
 
 def _softmax_rule(args, params):

@@ -15,20 +15,8 @@ from .. import _dtype as dt
 from .._dispatch import device_module
 from .._tensor import Storage, Tensor
 from ._api import export
-
-
-def normalize_size(sizes) -> tuple:
-    """Sizes given as ints or as one sequence (resize_(2, 3) or resize_((2, 3)))."""
-    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer)):
-        sizes = tuple(sizes[0])
-    return tuple(int(s) for s in sizes)
-
-
-def _check_not_requiring_grad_leaf(self: Tensor, name: str) -> None:
-    from .._autograd.grad_mode import state
-
-    if self._requires_grad and self._grad_fn is None and state.enabled:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+from .creation import _sizes, legacy_construct
+from .indexing import _bounds
 
 
 def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
@@ -57,14 +45,9 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
 def _flat_index(self: Tensor, index: Tensor) -> Tensor:
     if index._dtype is not dt.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
-    numel = self.numel()
-    values = index.reshape(-1)
-    if values.numel():
-        low, high = int(values.min().item()), int(values.max().item())
-        bad = high if high >= numel else low if low < -numel else None
-        if bad is not None:
-            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} elements.")
-    return values.remainder(max(numel, 1))
+    _bounds(index, self.numel(), 0, IndexError, "out of range: tried to access index {value} on a tensor of {size} "
+            "elements.", negative=True)
+    return index.reshape(-1)  # negative indices count from the end, as index_put's
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -90,9 +73,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     reallocates (new elements are uninitialised, as torch's)."""
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    shape = normalize_size(sizes)
-    if any(s < 0 for s in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    shape = _sizes(sizes, "resize_")
     count = math.prod(shape)
     data = self._data
     if count <= data.size and data.flags.c_contiguous:
@@ -113,7 +94,7 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format=None) -> Ten
 
 def sum_to_size(self: Tensor, *size) -> Tensor:
     """Sum over the dims where `size` is 1 or missing, so the result has `size` (which self must expand to)."""
-    size = normalize_size(size)
+    size = _sizes(size, "sum_to_size")
     shape = tuple(self.shape)
     lead = len(shape) - len(size)
     if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
@@ -132,7 +113,7 @@ def apply_(self: Tensor, callable) -> Tensor:
     """Replace every element by callable(element), in place (CPU, no autograd: torch's restrictions)."""
     if self._device.type != "cpu":
         raise TypeError("apply_ is only implemented on CPU tensors")
-    _check_not_requiring_grad_leaf(self, "apply_")
+    self._check_inplace()
     flat = self._data.reshape(-1)
     values = np.array([callable(v) for v in flat.tolist()], dtype=flat.dtype)
     self._data[...] = values.reshape(self._data.shape)
@@ -144,7 +125,7 @@ def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
     """self[i] = callable(self[i], tensor[i]) in place, `tensor` broadcast to self's shape (CPU only)."""
     if self._device.type != "cpu" or tensor._device.type != "cpu":
         raise TypeError("map_ is only implemented on CPU tensors")
-    _check_not_requiring_grad_leaf(self, "map_")
+    self._check_inplace()
     other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
     values = [callable(a, b) for a, b in zip(self._data.reshape(-1).tolist(), other)]
     self._data[...] = np.array(values, dtype=self._data.dtype).reshape(self._data.shape)
@@ -153,21 +134,8 @@ def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
 
 
 def new(self: Tensor, *args, **kwargs) -> Tensor:
-    """Legacy x.new(...): like torch.Tensor(...) but with x's dtype and device."""
-    from .creation import empty, tensor
-
-    device = kwargs.pop("device", None) or self.device
-    if not args:
-        return empty(0, dtype=self.dtype, device=device)
-    first = args[0]
-    if len(args) == 1 and isinstance(first, Tensor):
-        return first
-    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or (
-            len(args) == 1 and type(first).__name__ == "Size"):
-        return empty(*args, dtype=self.dtype, device=device)
-    if len(args) == 1 and isinstance(first, (list, tuple, np.ndarray)):
-        return tensor(first, dtype=self.dtype, device=device)
-    raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+    """Legacy x.new(...): torch.Tensor(...)'s argument forms with x's dtype and device."""
+    return legacy_construct(args, self.dtype, kwargs.pop("device", None) or self.device)
 
 
 def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:

@@ -20,38 +20,47 @@ from .._tensor import Tensor
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"]
 
 
-def _layer_kernels(x, weight, bias, axes, eps):
-    """The generated layer-norm kernels (NOTE [ Eager ops on generated kernels ], ember/_compile/native.py) for
-    a norm over the last dim with a (K,) weight and bias or none; None where they do not apply."""
+class _NormRows:
+    """A norm's arrays as the rows the generated kernels normalise (NOTE [ Eager ops on generated kernels ],
+    ember/_compile/native.py): layer norm's input already is rows of its last dim, weight and bias one value per
+    column; batch norm's becomes the (C, N * spatial) transpose (one copy each way), weight and bias one value
+    per row (channel)."""
+
+    def __init__(self, kernels, channel: bool) -> None:
+        self.kernels = kernels
+        self.channel = channel
+
+    def rows(self, x):
+        return np.ascontiguousarray(np.moveaxis(x, 1, 0)).reshape(x.shape[1], -1) if self.channel else x
+
+    def unrows(self, rows, shape):
+        if not self.channel:
+            return rows
+        return np.ascontiguousarray(np.moveaxis(rows.reshape((shape[1], shape[0]) + tuple(shape[2:])), 0, 1))
+
+    def affine(self, weight, bias) -> list:
+        return [t.reshape(-1, 1) if self.channel else t.reshape(-1) for t in (weight, bias) if t is not None]
+
+    def stat(self, array, x):
+        return array.reshape((1, x.shape[1]) + (1,) * (x.ndim - 2)) if self.channel else array
+
+
+def _norm_rows(x, weight, bias, axes, eps) -> _NormRows | None:
+    """The generated kernels of a norm over the last dim (layer norm) or over all but dim 1 (training batch
+    norm) of a large float array, with per-position weight and bias of x's dtype or none; else None."""
     from .. import _dtype as dt
     from .._compile import native
 
-    if axes != (x.ndim - 1,) or not native.usable(x, -1) or any(
-            t is not None and (t.shape != x.shape[-1:] or t.dtype != x.dtype) for t in (weight, bias)):
+    if x.ndim == 0 or x.dtype not in (np.float32, np.float64) or type(x) is not np.ndarray or (
+            x.size < native.MIN_ELEMENTS or x.shape[-1] == 0 or not native.enabled()):
         return None
-    vectors = [t is not None for t in (weight, bias)]
-
-    def traced(x, *affine):
-        parts = iter(affine)
-        w, b = (next(parts) if present else None for present in vectors)
-        return normalize(x, w, b, (x.ndim - 1,), eps)
-
-    dtype = dt.float32 if x.dtype == np.float32 else dt.float64
-    return native.kernels(f"layer_norm_{eps!r}_{vectors[0]:d}{vectors[1]:d}", traced, dtype, 1, True, sum(vectors))
-
-
-def _channel_kernels(x, weight, bias, axes, eps):
-    """Batch norm's statistics per channel (over N and the spatial dims) as rows: the generated kernels of a
-    norm over the last dim of the (C, N * spatial) transpose, weight and bias one value per row.  None where
-    they do not apply (see _layer_kernels)."""
-    from .. import _dtype as dt
-    from .._compile import native
-
-    channels = x.shape[1] if x.ndim >= 2 else 0
-    if x.ndim < 2 or axes != (0,) + tuple(range(2, x.ndim)) or x.size < native.MIN_ELEMENTS or any(
-            t is not None and (t.size != channels or t.dtype != x.dtype) for t in (weight, bias)):
+    if axes == (x.ndim - 1,):
+        channel, size = False, x.shape[-1]
+    elif x.ndim >= 2 and axes == (0,) + tuple(range(2, x.ndim)):
+        channel, size = True, x.shape[1]
+    else:
         return None
-    if x.dtype not in (np.float32, np.float64) or type(x) is not np.ndarray or not native.enabled():
+    if any(t is not None and (t.size != size or t.dtype != x.dtype) for t in (weight, bias)):
         return None
     present = [t is not None for t in (weight, bias)]
 
@@ -60,30 +69,18 @@ def _channel_kernels(x, weight, bias, axes, eps):
         w, b = (next(parts) if flag else None for flag in present)
         return normalize(rows, w, b, (1,), eps)
 
-    dtype = dt.float32 if x.dtype == np.float32 else dt.float64
-    return native.kernels(f"channel_norm_{eps!r}_{present[0]:d}{present[1]:d}", traced, dtype, 1, True,
-                          columns=sum(present))
-
-
-def _as_rows(x):
-    """(N, C, *S) -> the contiguous (C, N * prod(S)) transpose (one copy)."""
-    return np.ascontiguousarray(np.moveaxis(x, 1, 0)).reshape(x.shape[1], -1)
-
-
-def _from_rows(rows, shape):
-    return np.ascontiguousarray(np.moveaxis(rows.reshape((shape[1], shape[0]) + tuple(shape[2:])), 0, 1))
+    count = sum(present)
+    kernels = native.kernels(f"{'channel' if channel else 'layer'}_norm_{eps!r}_{present[0]:d}{present[1]:d}", traced,
+                             dt.float32 if x.dtype == np.float32 else dt.float64, 1, True,
+                             vectors=0 if channel else count, columns=count if channel else 0)
+    return None if kernels is None else _NormRows(kernels, channel)
 
 
 def _normalize_impl(xp, x, weight, bias, axes, eps):
-    kernels = _layer_kernels(x, weight, bias, axes, eps)
-    if kernels is not None:
-        return tuple(kernels(x, *[t for t in (weight, bias) if t is not None]))
-    kernels = _channel_kernels(x, weight, bias, axes, eps)
-    if kernels is not None:
-        columns = [t.reshape(-1, 1) for t in (weight, bias) if t is not None]
-        y, mean, rstd = kernels(_as_rows(x), *columns)
-        stat = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        return _from_rows(y, x.shape), mean.reshape(stat), rstd.reshape(stat)
+    rows = _norm_rows(x, weight, bias, axes, eps)
+    if rows is not None:
+        y, mean, rstd = rows.kernels(rows.rows(x), *rows.affine(weight, bias))
+        return rows.unrows(y, x.shape), rows.stat(mean, x), rows.stat(rstd, x)
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     var = (centered * centered).mean(axis=axes, keepdims=True)
@@ -99,40 +96,24 @@ def _normalize_impl(xp, x, weight, bias, axes, eps):
     return y, mean, rstd
 
 
-def _layer_grad_impl(xp, x, weight, bias, g, axes, eps):
+def _norm_grad_impl(xp, x, weight, bias, g, axes, eps):
     """x's, weight's and bias's gradients from one generated backward kernel (empty arrays for absent ones)."""
-    kernels = _layer_kernels(x, weight, bias, axes, eps)
-    stats_grad = np.zeros(x.shape[:-1] + (1,), x.dtype)  # mean and rstd are not differentiable outputs
-    affine = [t for t in (weight, bias) if t is not None]
-    grads = iter(kernels.gradients([x] + affine, [g, stats_grad, stats_grad]))
-    grad_x = next(grads)
-    grad_w, grad_b = (next(grads) if t is not None else np.empty(0, x.dtype) for t in (weight, bias))
-    return grad_x, grad_w, grad_b
-
-
-def _channel_grad_impl(xp, x, weight, bias, g, axes, eps):
-    """Batch norm's x, weight and bias gradients from the channel-rows backward kernel."""
-    kernels = _channel_kernels(x, weight, bias, axes, eps)
-    stats_grad = np.zeros((x.shape[1], 1), x.dtype)
-    affine = [t.reshape(-1, 1) for t in (weight, bias) if t is not None]
-    grads = iter(kernels.gradients([_as_rows(x)] + affine, [_as_rows(g), stats_grad, stats_grad]))
-    grad_x = _from_rows(next(grads), x.shape)
+    rows = _norm_rows(x, weight, bias, axes, eps)
+    x_rows = rows.rows(x)
+    stats_grad = np.zeros(x_rows.shape[:-1] + (1,), x.dtype)  # mean and rstd are not differentiable outputs
+    grads = iter(rows.kernels.gradients([x_rows] + rows.affine(weight, bias), [rows.rows(g), stats_grad, stats_grad]))
+    grad_x = rows.unrows(next(grads), x.shape)
     grad_w, grad_b = (next(grads).reshape(t.shape) if t is not None else np.empty(0, x.dtype) for t in (weight, bias))
     return grad_x, grad_w, grad_b
 
 
-_CHANNEL_GRAD = OpDef("native_batch_norm_backward", _channel_grad_impl, None,
-                      dtype_rule=lambda args, params: (None, (args[0]._dtype,) * 3), outputs=3,
-                      meta=lambda args, params: tuple(tuple(a.shape) if a is not None else (0,) for a in args[:3]))
+def _norm_grad_backward(ctx, grads):
+    raise RuntimeError("the norm gradient kernel is used only when no graph is being recorded")
 
 
-def _layer_grad_backward(ctx, grads):
-    raise RuntimeError("the layer-norm gradient kernel is used only when no graph is being recorded")
-
-
-_LAYER_GRAD = OpDef("native_layer_norm_backward", _layer_grad_impl, _layer_grad_backward,
-                    dtype_rule=lambda args, params: (None, (args[0]._dtype,) * 3), outputs=3,
-                    meta=lambda args, params: tuple(tuple(a.shape) if a is not None else (0,) for a in args[:3]))
+_NORM_GRAD = OpDef("native_norm_backward", _norm_grad_impl, _norm_grad_backward,
+                   dtype_rule=lambda args, params: (None, (args[0]._dtype,) * 3), outputs=3,
+                   meta=lambda args, params: tuple(tuple(a.shape) if a is not None else (0,) for a in args[:3]))
 
 
 def _normalize_backward(ctx, grads):
@@ -140,12 +121,8 @@ def _normalize_backward(ctx, grads):
     x, weight, bias = ctx.inputs
     axes = ctx.params["axes"]
     if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
-            and _layer_kernels(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
-        gx, gw, gb = call(_LAYER_GRAD, (x, weight, bias, g), dict(ctx.params))
-        return gx, (gw if weight is not None else None), (gb if bias is not None else None)
-    if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
-            and _channel_kernels(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
-        gx, gw, gb = call(_CHANNEL_GRAD, (x, weight, bias, g), dict(ctx.params))
+            and _norm_rows(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
+        gx, gw, gb = call(_NORM_GRAD, (x, weight, bias, g), dict(ctx.params))
         return gx, (gw if weight is not None else None), (gb if bias is not None else None)
     # Not ctx.result: y itself is not needed and may have been modified in place since (a ReLU(inplace=True)).
     mean, rstd = ctx.saved_output(1), ctx.saved_output(2)

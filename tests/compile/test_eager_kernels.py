@@ -117,3 +117,17 @@ def test_batch_norm_channel_kernels_match_torch(dtype, shape, module, affine):
         np.testing.assert_allclose(mine, theirs, **scale)
     assert native._built.get((f"channel_norm_1e-05_{affine:d}{affine:d}", np.dtype(dtype).name, 1, True, 0,
                               2 * affine))
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_a_kernel_that_cannot_be_built_falls_back_to_numpy(monkeypatch, name):
+    """A compiler failure (or an unwritable kernel cache) makes native.kernels return None: forward and backward
+    run their NumPy/ember-op code instead of failing."""
+    monkeypatch.setattr(native, "kernels", lambda *args, **kwargs: None)
+    values = np.random.default_rng(6).standard_normal((64, 300))
+    results = []
+    for lib in (ember, torch):
+        x = lib.tensor(values, requires_grad=True)
+        OPS[name](lib, x).pow(2).sum().backward()
+        results.append(x.grad.numpy())
+    np.testing.assert_allclose(*results, rtol=1e-10, atol=1e-12)
