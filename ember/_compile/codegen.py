@@ -22,6 +22,8 @@ import warnings
 
 import numpy as np
 
+from . import cmath
+
 # -fopenmp-simd: the `omp simd` / `omp declare simd` pragmas only, no libgomp thread team.  Threads come from
 # `_parallel` (rows split over a small Python thread pool; ctypes drops the GIL during the call).  An OpenMP
 # `parallel for` left libgomp's workers spin-waiting (~300k pause loops, GOMP_SPINCOUNT) after every kernel,
@@ -151,10 +153,10 @@ class CPrinter:
     def build(self, kernels, log=None):
         sources = "\n".join(self.source(k) for k in kernels)
         try:
-            full = C_HEADER + VECTOR_MATH + "\n" + sources
+            full = C_HEADER + VECTOR_MATH + cmath.SOURCE + "\n" + sources
             library = compile_library(full, ["-lmvec"])
         except CompileError:  # no libmvec: scalar math calls
-            full = C_HEADER + "\n" + sources
+            full = C_HEADER + cmath.SOURCE + "\n" + sources
             library = compile_library(full)
         built = {}
         for kernel in kernels:

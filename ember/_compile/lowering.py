@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from .cmath import name as _c_math
+
 SQRT1_2 = 1.0 / math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -33,7 +35,7 @@ def _gelu_c(a, p, f, lit):
     if p.get("approximate", "none") == "tanh":
         inner = f"{lit(SQRT_2_OVER_PI)} * ({a} + {lit(0.044715)} * {a} * {a} * {a})"
         return f"{lit(0.5)} * {a} * ({lit(1.0)} + tanh{f}({inner}))"
-    return f"{lit(0.5)} * {a} * ({lit(1.0)} + erf{f}({a} * {lit(SQRT1_2)}))"
+    return f"{lit(0.5)} * {a} * ({lit(1.0)} + {_c_math('erf', f)}({a} * {lit(SQRT1_2)}))"
 
 
 def _gelu_np(a, p):
@@ -45,7 +47,7 @@ def _gelu_np(a, p):
 
 def _libm(c_name: str, numpy_name: str | None = None) -> tuple:
     """(C, NumPy) printers of a one-argument math function: exp -> expf(x) / np.exp(x)."""
-    return (lambda a, p, f, lit: f"{c_name}{f}({a[0]})", lambda a, p: f"np.{numpy_name or c_name}({a[0]})")
+    return (lambda a, p, f, lit: f"{_c_math(c_name, f)}({a[0]})", lambda a, p: f"np.{numpy_name or c_name}({a[0]})")
 
 
 # name -> (C formula(args, params, f, lit), NumPy formula(args, params))
@@ -67,13 +69,13 @@ POINTWISE = {
     "sin": _libm('sin'),
     "cos": _libm('cos'),
     "tanh": _libm('tanh'),
-    "sigmoid": (lambda a, p, f, lit: f"({lit(1.0)} / ({lit(1.0)} + exp{f}(-{a[0]})))",
+    "sigmoid": (lambda a, p, f, lit: f"({lit(1.0)} / ({lit(1.0)} + {_c_math('exp', f)}(-{a[0]})))",
                 lambda a, p: f"_sm.sigmoid(np, {a[0]})"),
-    "silu": (lambda a, p, f, lit: f"({a[0]} / ({lit(1.0)} + exp{f}(-{a[0]})))",
+    "silu": (lambda a, p, f, lit: f"({a[0]} / ({lit(1.0)} + {_c_math('exp', f)}(-{a[0]})))",
              lambda a, p: f"({a[0]} * _sm.sigmoid(np, {a[0]}))"),
     "relu": (lambda a, p, f, lit: f"({a[0]} < 0 ? {lit(0.0)} : {a[0]})", lambda a, p: f"np.maximum({a[0]}, 0)"),
     "gelu": (_gelu_c, _gelu_np),
-    "erf": (lambda a, p, f, lit: f"erf{f}({a[0]})", lambda a, p: f"_sm.erf(np, {a[0]})"),
+    "erf": (lambda a, p, f, lit: f"{_c_math('erf', f)}({a[0]})", lambda a, p: f"_sm.erf(np, {a[0]})"),
     "abs": _libm('fabs', 'abs'),
     "square": (lambda a, p, f, lit: f"({a[0]} * {a[0]})", lambda a, p: f"({a[0]} * {a[0]})"),
     "pow": (lambda a, p, f, lit: f"pow{f}({a[0]}, {a[1]})", lambda a, p: f"np.power({a[0]}, {a[1]})"),

@@ -110,6 +110,14 @@ def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
         stop = min(start + block, length)
         scores = _block_scores(xp, q[..., start:stop, :], k, _mask_block(mask, start, stop), causal, start)
         kv = scores.shape[-1]
+        kernel = _softmax_kernel(scores) if mask is None and dropout_p == 0 else None
+        if kernel is not None:  # one generated loop instead of NumPy's max/subtract/exp/sum/divide passes
+            row_max, total, weights = kernel(scores)
+            lse[..., start:stop] = (row_max + xp.log(total))[..., 0]
+            if keep:
+                probabilities[..., start:stop, :kv] = weights
+            out[..., start:stop, :] = xp.matmul(weights, v[..., :kv, :])
+            continue
         row_max = scores.max(axis=-1, keepdims=True)
         row_max = xp.where(xp.isfinite(row_max), row_max, 0.0)
         weights = xp.exp(xp.subtract(scores, row_max, out=scores), out=scores)
@@ -128,6 +136,24 @@ def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
         # else normalise the block x D output rather than the block x S weights
         out[..., start:stop, :] = block_out if total is None else block_out / total
     return out, lse, probabilities
+
+
+def _softmax_rows(scores):
+    row_max = scores.amax(-1, keepdim=True)
+    weights = (scores - row_max).exp()
+    total = weights.sum(-1, keepdim=True)
+    return row_max, total, weights / total
+
+
+def _softmax_kernel(scores):
+    """The generated kernel (ember/_compile/native.py) returning a score block's row max, row sum of
+    exponentials and softmax, or None (NumPy passes).  Only for blocks where no row is fully masked (no
+    attn_mask: a causal row always sees its own key), since the kernel has no all -inf row case."""
+    from .._compile import native
+
+    if type(scores) is not np.ndarray or not native.usable(scores, -1):
+        return None
+    return native.kernels("sdpa_softmax", _softmax_rows, dt.float32 if scores.dtype == np.float32 else dt.float64)
 
 
 def _scale_in_place(weights, kept, p):

@@ -78,3 +78,33 @@ def test_kept_softmax_and_recomputed_softmax_agree(monkeypatch, causal, dropout)
         results.append([out.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)])
     for kept, recomputed in zip(*results):
         np.testing.assert_allclose(kept, recomputed, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("keeps", [True, False])
+def test_generated_softmax_blocks_match_numpy_blocks(monkeypatch, causal, keeps):
+    """Blocks of >= 16k scores take the softmax from a generated kernel (one loop); smaller ones and
+    EMBER_EAGER_KERNELS=0 take NumPy's passes: both give the same output and gradients."""
+    from ember._compile import native
+    from ember.nn import _functional_attention as attention
+
+    if not native.enabled():
+        pytest.skip("no C compiler: blocks always use NumPy")
+    monkeypatch.setattr(attention, "_keeps_probabilities", lambda qs, ks: keeps)
+    q, k, v = (ember.tensor(RNG.standard_normal((2, 4, 128, 16)).astype(np.float32), requires_grad=True)
+               for _ in range(3))
+    results = []
+    for use_kernel in (True, False):
+        calls = []
+        real = attention._softmax_kernel
+        monkeypatch.setattr(attention, "_softmax_kernel",
+                            lambda scores: calls.append(1) or (real(scores) if use_kernel else None))
+        for t in (q, k, v):
+            t.grad = None
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        (out * out).sum().backward()
+        assert calls
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)])
+    assert ("sdpa_softmax", "float32", 1, False, 0, 0) in native._built
+    for generated, passes in zip(*results):
+        np.testing.assert_allclose(generated, passes, rtol=1e-5, atol=1e-5)  # torch float32 atol

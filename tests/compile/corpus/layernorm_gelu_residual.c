@@ -42,7 +42,7 @@ void fused_native_layer_norm_gelu_add_0(const T* restrict a0, const T* restrict 
             T t10 = (t8 * in9);
             T in11 = a2[k];
             T t12 = (t10 + in11);
-            T t13 = ((T)0.5) * t12 * (((T)1.0) + erff(t12 * ((T)0.7071067811865475)));
+            T t13 = ((T)0.5) * t12 * (((T)1.0) + ember_erff(t12 * ((T)0.7071067811865475)));
             T t14 = (in1 + t13);
             out0[r * K + k] = t14;
         }

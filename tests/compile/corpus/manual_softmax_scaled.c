@@ -31,7 +31,7 @@ void fused_mul_amax_sub_exp_etc_0(const T* restrict a0, float* restrict out0, lo
             T in1 = a0[r * K + k];
             T t2 = (in1 * ((T)0.125));
             T t4 = (t2 - r3);
-            T t5 = expf(t4);
+            T t5 = ember_expf(t4);
             c_t5[k] = t5;
             r6_acc += t5;
         }

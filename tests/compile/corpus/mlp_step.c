@@ -57,7 +57,7 @@ void fused_log_softmax_1(const T* restrict a0, float* restrict out0, long R, lon
         for (long k = 0; k < K; k++) {
             T in1 = a0[r * K + k];
             T t3 = (in1 - r2);
-            T t4 = expf(t3);
+            T t4 = ember_expf(t3);
             r5_acc += t4;
         }
         T r5 = (T)(r5_acc);

@@ -29,7 +29,7 @@ void fused_softmax_0(const T* restrict a0, float* restrict out0, long R, long K)
         for (long k = 0; k < K; k++) {
             T in1 = a0[r * K + k];
             T t3 = (in1 - r2);
-            T t4 = expf(t3);
+            T t4 = ember_expf(t3);
             c_t4[k] = t4;
             r5_acc += t4;
         }
