@@ -507,8 +507,8 @@ class Tensor:
             )
         if result._grad_fn is not None:
             node_module.keep_original_input(result._grad_fn, self)
-        if not isinstance(self._data, MetaArray):
-            write_array(self._data, result._data)
+        if not isinstance(self._data, MetaArray) and result._data is not self._data:
+            write_array(self._data, result._data)  # (a compiled kernel may already have written it here)
         self._storage.version += 1
         if result._grad_fn is not None and state.enabled:
             if self._base is None:

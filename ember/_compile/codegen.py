@@ -100,8 +100,11 @@ class CPrinter:
 
     def source(self, kernel) -> str:
         ctype = kernel.ctype
-        params = [f"const {c}* restrict a{n}" for n, (_, _, c) in enumerate(kernel.args)]
-        params += [f"{'double' if level == 'col' else ctype}* restrict out{n}"
+        # an output written over one of its inputs (kernel.aliases) drops `restrict` on both: the loop reads
+        # each element before it writes it, and `omp simd` keeps it vectorised without alias checks
+        aliased = set(kernel.aliases.values())
+        params = [f"const {c}* {'' if n in aliased else 'restrict '}a{n}" for n, (_, _, c) in enumerate(kernel.args)]
+        params += [f"{'double' if level == 'col' else ctype}* {'' if n in kernel.aliases else 'restrict '}out{n}"
                    for n, (_, level) in enumerate(kernel.outputs)]
         lines = [f"#define T {ctype}", f"void {kernel.name}({', '.join(params + ['long R', 'long K'])})", "{"]
         steps = {s[1]: s for s in kernel.steps}

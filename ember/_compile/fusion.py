@@ -46,6 +46,7 @@ class FusionGroup:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.kernel = None
+        self.scalars: set = set()  # ids of 0-d member nodes computed once per kernel call (absorb_scalar_chains)
 
     @property
     def full_shape(self) -> tuple:
@@ -172,8 +173,9 @@ def _fits(group: FusionGroup, node: Node, kind: str, depends) -> bool:
     return True
 
 
-def find_groups(nodes: list, min_size: int = 2) -> list:
-    """Greedy grouping over nodes in execution order; returns the groups worth a kernel."""
+def find_groups(nodes: list, min_size: int = 2, users: dict | None = None) -> list:
+    """Greedy grouping over nodes in execution order; returns the groups worth a kernel.  With `users` (the
+    graph's Value -> readers table), no-grad groups also take in the 0-d chains that only they read."""
     index_of = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict = {}
     groups: list[FusionGroup] = []
@@ -227,7 +229,38 @@ def find_groups(nodes: list, min_size: int = 2) -> list:
         if len(group.nodes) >= min_size or kinds & {"reduce", "composite"} or (
                 len(group.nodes) == 1 and group.nodes[0].op.name in SINGLE_WORTH):
             worth.append(group)
+    if users is not None:
+        for group in worth:
+            absorb_scalar_chains(group, index_of, users, group_of)
     return worth
+
+
+def absorb_scalar_chains(group: FusionGroup, index_of: dict, users: dict, group_of: dict) -> None:
+    """Pull into a no-grad group the 0-d pointwise ops feeding it that nothing else reads.
+
+    An optimizer step's bias corrections (1 - beta1 ** step, its square root, lr / that) are 0-d ops per
+    parameter: replayed one by one they cost more than the parameter's whole update kernel.  Taken into the
+    kernel they are computed once per call before its loop (the printers hoist 0-d math).  Only for groups
+    without autograd (a gradient with respect to a 0-d input would be a full reduction) and only ops whose
+    result no node outside the group reads (a 0-d output would need its own store)."""
+    if group.grad_enabled:
+        return
+    pending = [a for n in group.nodes for a in _tensor_args(n) if not group.produces(a)]
+    while pending:
+        value = pending.pop()
+        node = value.node
+        if (group.produces(value) or node.kind != "call" or id(node) in group_of or id(node) not in index_of
+                or kind_of(node) != "pointwise" or node.grad_enabled or value.shape != ()
+                or value.dtype is not group.dtype
+                or any(id(u) not in group.members for u in users.get(value, ()))):
+            continue
+        group.nodes.append(node)
+        group.members.add(id(node))
+        group.scalars.add(id(node))
+        group_of[id(node)] = group
+        group.first_index = min(group.first_index, index_of[id(node)])
+        pending += [a for a in _tensor_args(node) if not group.produces(a)]
+    group.nodes.sort(key=lambda n: index_of[id(n)])
 
 
 def _mergeable(a: FusionGroup, b: FusionGroup, depends) -> bool:
@@ -268,6 +301,7 @@ class Kernel:
         self.args: list = []  # (input index, kind, ctype)
         self.outputs: list = []  # (temp name, level)
         self.flat = False
+        self.aliases: dict = {}  # output index -> argument position it may be written into (runtime.inplace_outputs)
 
     def describe(self) -> str:
         return f"{self.name}: R={self.R} K={self.K} args={[(i, k) for i, k, _ in self.args]}"
@@ -355,7 +389,7 @@ def lower_forward(builder: KernelBuilder, group: FusionGroup) -> tuple[dict, dic
     for node in group.nodes:
         kind = kind_of(node)
         if kind == "pointwise":
-            level = group.level_of(node.results[0].shape)
+            level = "row" if id(node) in group.scalars else group.level_of(node.results[0].shape)
             operands = [b.operand(a, level, env) for a in node.args]
             name = b.pointwise(node.op.name, level, operands, node.params)
             env[id(node.results[0])] = (name, level)

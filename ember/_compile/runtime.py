@@ -77,10 +77,10 @@ def split_linear_bias(graph: Graph) -> None:
 def fuse(graph: Graph, options: dict) -> tuple[list, str]:
     """Replace each worthwhile group by one fused node; returns (groups, kernel source)."""
     split_linear_bias(graph)
-    groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2)
+    users = graph.users()
+    groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2, users)
     if not groups:
         return [], ""
-    users = graph.users()
     kernels = []
     backwards = []
     for number, group in enumerate(groups):
@@ -94,16 +94,19 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
     generic = getattr(graph, "generic", False)
     spaces = [_symbolic_space(group) if generic else None for group in groups]  # NotGeneric before any change
     printer = codegen.printer_for(options)
+    if isinstance(printer, codegen.CPrinter):
+        for group in groups:
+            group.kernel.aliases = inplace_outputs(graph, group, users)
     try:
         built, source = printer.build(kernels)
     except codegen.CompilerMissing as error:
         codegen.warn_fallback(str(error))
         printer = codegen.NumpyPrinter()
-        built, source = printer.build(kernels)
+        built, source = _numpy_build(printer, kernels)
     except codegen.CompileError as error:
         codegen.warn_fallback(f"the C compiler failed ({error})")
         printer = codegen.NumpyPrinter()
-        built, source = printer.build(kernels)
+        built, source = _numpy_build(printer, kernels)
     codegen.log("output_code", source, options)
     for group, kernel, backward, space in zip(groups, kernels, backwards, spaces):
         if backward is not None:
@@ -112,6 +115,42 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
         _replace(graph, group, op, space)
     graph.nodes = _schedule(graph.nodes)
     return groups, source
+
+
+def _numpy_build(printer, kernels):
+    for kernel in kernels:  # NumPy kernels compute whole-array temporaries: an output may not overwrite an input
+        kernel.aliases = {}
+    return printer.build(kernels)
+
+
+def inplace_outputs(graph: Graph, group, users) -> dict:
+    """{output index: argument position} for outputs that are in-place writes to one of the kernel's inputs
+    (an optimizer's parameter and moment updates): the kernel writes them into that input's memory, so the
+    write-back at the end of the graph finds the values already there (`Tensor._inplace_from` skips the
+    copy) and the update costs one pass over memory instead of three.
+
+    Only when that is invisible: a flat (elementwise) C kernel that autograd does not record, the input read whole
+    ("full") by this kernel and by nothing else in the graph, the new value not a graph output.  At run time
+    the fused op also checks that the input array is used as is (contiguous, no copy) and shares no memory
+    with the kernel's other inputs; otherwise it writes a new array as usual."""
+    kernel = group.kernel
+    if not kernel.flat or not graph.mutations or group.grad_enabled and any(v.requires_grad for v in group.inputs):
+        return {}  # (an input that requires grad is saved for backward: it must keep its values)
+    outputs = {id(v) for v in iter_values(graph.output.structure)} if graph.output is not None else set()
+    aliases = {}
+    for target, new, _ in graph.mutations:
+        if new.requires_grad or id(new) in outputs or new not in group.outputs or target not in group.inputs:
+            continue
+        out_index = group.outputs.index(new)
+        input_index = group.inputs.index(target)
+        positions = [p for p, (index, kind, _) in enumerate(kernel.args) if index == input_index]
+        if (len(positions) != 1 or kernel.args[positions[0]][1] != "full" or kernel.outputs[out_index][1] != "elem"
+                or target.shape != new.shape or target.dtype is not new.dtype
+                or any(id(u) not in group.members for u in users.get(target, ()))
+                or positions[0] in aliases.values()):
+            continue
+        aliases[out_index] = positions[0]
+    return aliases
 
 
 def _symbolic_space(group):
@@ -226,10 +265,18 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
             return np.ascontiguousarray(array)
         return np.ascontiguousarray(array).reshape(-1)
 
+    aliases = kernel.aliases
+
     def impl(xp, *arrays, **params):
         space = space_of(params)
         prepared = [prepare(arrays[index], kind, space) for index, kind, _ in specs]
         results = [np.empty(shape, np_dtype) for shape in space.shapes]
+        for out_index, position in aliases.items():  # see inplace_outputs
+            target = prepared[position]
+            if (target is arrays[specs[position][0]] and target.dtype == np_dtype and target.flags.writeable
+                    and target.shape == results[out_index].shape and not any(
+                        p is not target and np.may_share_memory(p, target) for p in prepared)):
+                results[out_index] = target
         run_kernel(prepared + results, space.R, K)
         return results[0] if n_out == 1 else tuple(results)
 
