@@ -111,7 +111,8 @@ class CPrinter:
         if kernel.flat:
             lines.append("    long n = R * K;")
             # scalar loads, and math on them only (derivative formulas make some), are hoisted out of the loop
-            lines += ["    " + _c_step(s, True) for s in kernel.steps if s[0] in ("load", "op") and s[2] == "row"]
+            lines += ["    " + _c_step(s, True, kernel.types) for s in kernel.steps
+                      if s[0] in ("load", "op") and s[2] == "row"]
             lines.append("    #pragma omp simd")
             lines.append("    for (long i = 0; i < n; i++) {")
             needed = _elem_closure(steps, [name for name, _ in kernel.outputs])
@@ -130,10 +131,8 @@ class CPrinter:
         stored: set = set()
         for batch in batches:
             step = batch[0]
-            if step[0] == "load" and step[2] == "row":
-                lines.append("        " + _c_step(step, False))
-            elif step[0] == "op" and step[2] == "row":
-                lines.append(f"        T {step[1]} = {step[3]};")
+            if step[0] in ("load", "op") and step[2] == "row":
+                lines.append("        " + _c_step(step, False, kernel.types))
             elif step[0] == "reduce":
                 lines += _c_reductions(batch, steps, cached, stored)
         if elem_outputs:
@@ -238,12 +237,14 @@ def _parallel(fn, calls) -> None:
         future.result()
 
 
-def _c_step(step, flat: bool) -> str:
+def _c_step(step, flat: bool, types=None) -> str:
+    """A load or op step as a C declaration; `types` names the temporaries not of the kernel's type T (a
+    float64 0-d chain inside a float32 kernel, fusion.absorb_scalar_chains)."""
+    ctype = (types or {}).get(step[1], "T")
     if step[0] == "load":
         _, name, level, arg, kind = step
-        ctype = "T"
         return f"{ctype} {name} = a{arg}{_index(kind, flat)};"
-    return f"T {step[1]} = {step[3]};"
+    return f"{ctype} {step[1]} = {step[3]};"
 
 
 def _batches(ordered: list, steps: dict) -> list:

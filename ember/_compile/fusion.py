@@ -29,6 +29,7 @@ from . import lowering
 from .graph import Node, Value
 
 FLOAT_TYPES = ("float32", "float64")
+_C_TYPES = {"float32": "float", "float64": "double"}
 # ops worth a kernel on their own: eager spells them as several NumPy passes (forward and backward)
 SINGLE_WORTH = frozenset({"gelu", "erf", "silu", "sigmoid"})
 
@@ -173,9 +174,11 @@ def _fits(group: FusionGroup, node: Node, kind: str, depends) -> bool:
     return True
 
 
-def find_groups(nodes: list, min_size: int = 2, users: dict | None = None) -> list:
+def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_place: frozenset = frozenset()) -> list:
     """Greedy grouping over nodes in execution order; returns the groups worth a kernel.  With `users` (the
-    graph's Value -> readers table), no-grad groups also take in the 0-d chains that only they read."""
+    graph's Value -> readers table), no-grad groups also take in the 0-d chains that only they read.
+    `in_place`: ids of nodes whose result is written back over one of their own inputs (SGD's `p.add_(g)`):
+    alone they still get a kernel, which can write straight into that input (runtime.inplace_outputs)."""
     index_of = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict = {}
     groups: list[FusionGroup] = []
@@ -227,7 +230,7 @@ def find_groups(nodes: list, min_size: int = 2, users: dict | None = None) -> li
     for group in groups:
         kinds = {kind_of(n) for n in group.nodes}
         if len(group.nodes) >= min_size or kinds & {"reduce", "composite"} or (
-                len(group.nodes) == 1 and group.nodes[0].op.name in SINGLE_WORTH):
+                len(group.nodes) == 1 and (group.nodes[0].op.name in SINGLE_WORTH or id(group.nodes[0]) in in_place)):
             worth.append(group)
     if users is not None:
         for group in worth:
@@ -242,7 +245,9 @@ def absorb_scalar_chains(group: FusionGroup, index_of: dict, users: dict, group_
     parameter: replayed one by one they cost more than the parameter's whole update kernel.  Taken into the
     kernel they are computed once per call before its loop (the printers hoist 0-d math).  Only for groups
     without autograd (a gradient with respect to a 0-d input would be a full reduction) and only ops whose
-    result no node outside the group reads (a 0-d output would need its own store)."""
+    result no node outside the group reads (a 0-d output would need its own store).  A chain may be float64
+    in a float32 kernel (NAdam and RAdam compute theirs in float64, as eager does in Python floats): it keeps
+    its type (`Kernel.types`) up to the cast that feeds the float32 math."""
     if group.grad_enabled:
         return
     pending = [a for n in group.nodes for a in _tensor_args(n) if not group.produces(a)]
@@ -250,8 +255,8 @@ def absorb_scalar_chains(group: FusionGroup, index_of: dict, users: dict, group_
         value = pending.pop()
         node = value.node
         if (group.produces(value) or node.kind != "call" or id(node) in group_of or id(node) not in index_of
-                or kind_of(node) != "pointwise" or node.grad_enabled or value.shape != ()
-                or value.dtype is not group.dtype
+                or not (kind_of(node) == "pointwise" or _is_scalar_cast(node)) or node.grad_enabled
+                or value.shape != () or value.dtype.name not in FLOAT_TYPES
                 or any(id(u) not in group.members for u in users.get(value, ()))):
             continue
         group.nodes.append(node)
@@ -278,6 +283,16 @@ def _mergeable(a: FusionGroup, b: FusionGroup, depends) -> bool:
     return True
 
 
+def _is_scalar_cast(node: Node) -> bool:
+    """A 0-d float -> float dtype conversion (`x.double()`, `.to(torch.float32)`) and nothing else."""
+    if node.op.name != "_to_copy" or len(node.results) != 1 or not node.args:
+        return False
+    source, result = node.args[0], node.results[0]
+    return (isinstance(source, Value) and source.shape == () and result.shape == ()
+            and source.dtype.name in FLOAT_TYPES and result.dtype.name in FLOAT_TYPES
+            and set(node.params) <= {"dtype", "non_blocking", "copy"} and source.device == result.device)
+
+
 def _flat_values(args):
     for a in args:
         if isinstance(a, Value):
@@ -302,6 +317,7 @@ class Kernel:
         self.outputs: list = []  # (temp name, level)
         self.flat = False
         self.aliases: dict = {}  # output index -> argument position it may be written into (runtime.inplace_outputs)
+        self.types: dict = {}  # temporaries of another C type than the kernel's (a float64 0-d chain)
 
     def describe(self) -> str:
         return f"{self.name}: R={self.R} K={self.K} args={[(i, k) for i, k, _ in self.args]}"
@@ -348,20 +364,32 @@ class KernelBuilder:
         if value not in self.inputs:
             self.inputs.append(value)
         kind = _input_kind(self.group, value.shape, level)
-        return self.load_index(self.inputs.index(value), kind, "unsigned char" if value.dtype.name == "bool" else "T")
+        ctype = ("unsigned char" if value.dtype.name == "bool" else
+                 "T" if value.dtype is self.group.dtype or value.dtype.name not in FLOAT_TYPES else
+                 _C_TYPES[value.dtype.name])
+        name = self.load_index(self.inputs.index(value), kind, ctype)
+        if ctype in _C_TYPES.values():  # a 0-d input of the other float type (a float64 step-derived scalar)
+            self.kernel.types[name] = ctype
+        return name
 
     def operand(self, arg, level, env):
         if isinstance(arg, Value):
             return self.load(arg, level, env)
         return None if arg is None else ("literal", arg)
 
-    def emit(self, level, c_fn, np_fn, operands, params) -> str:
-        c_args = [lowering.c_literal(o[1], "T") if isinstance(o, tuple) else o for o in operands]
+    def emit(self, level, c_fn, np_fn, operands, params, ctype=None) -> str:
+        """An op step; `ctype` ("double" in a float kernel) types a 0-d chain kept in the other precision."""
+        typed = ctype is not None and ctype != self.kernel.ctype
+        literal_type = ctype if typed else "T"
+        suffix = ("f" if ctype == "float" else "") if typed else self.suffix
+        c_args = [lowering.c_literal(o[1], literal_type) if isinstance(o, tuple) else o for o in operands]
         np_args = [_np_literal(o[1]) if isinstance(o, tuple) else o for o in operands]
         name = self.temp()
+        if typed:
+            self.kernel.types[name] = ctype
         deps = [o for o in operands if isinstance(o, str)]
-        self.kernel.steps.append(("op", name, level, c_fn(c_args, params, self.suffix, lambda x: lowering.c_literal(
-            x, "T")), np_fn(np_args, params), deps))
+        self.kernel.steps.append(("op", name, level, c_fn(c_args, params, suffix, lambda x: lowering.c_literal(
+            x, literal_type)), np_fn(np_args, params), deps))
         self.levels[name] = level
         return name
 
@@ -371,9 +399,9 @@ class KernelBuilder:
         self.levels[name] = "row"
         return name
 
-    def pointwise(self, op_name, level, operands, params=None) -> str:
+    def pointwise(self, op_name, level, operands, params=None, ctype=None) -> str:
         c_fn, np_fn = (lowering.POINTWISE.get(op_name) or lowering.HELPERS[op_name])[:2]
-        return self.emit(level, c_fn, np_fn, operands, params or {})
+        return self.emit(level, c_fn, np_fn, operands, params or {}, ctype)
 
     def op(self, op_name, *operands, **params) -> str:
         """The derivative formulas' emitter: the level follows the operands."""
@@ -388,8 +416,17 @@ def lower_forward(builder: KernelBuilder, group: FusionGroup) -> tuple[dict, dic
     b = builder
     for node in group.nodes:
         kind = kind_of(node)
-        if kind == "pointwise":
-            level = "row" if id(node) in group.scalars else group.level_of(node.results[0].shape)
+        if id(node) in group.scalars:  # a 0-d op computed once, before the loop, in its own precision
+            ctype = _C_TYPES[node.results[0].dtype.name]
+            operands = [b.operand(a, "row", env) for a in node.args]
+            if kind == "pointwise":
+                name = b.pointwise(node.op.name, "row", operands, node.params, ctype)
+            else:  # a float <-> double cast
+                name = b.emit("row", lambda a, p, f, lit, c=ctype: f"(({c})({a[0]}))",
+                              lambda a, p, n=node.results[0].dtype.name: f"np.{n}({a[0]})", operands[:1], {}, ctype)
+            env[id(node.results[0])] = (name, "row")
+        elif kind == "pointwise":
+            level = group.level_of(node.results[0].shape)
             operands = [b.operand(a, level, env) for a in node.args]
             name = b.pointwise(node.op.name, level, operands, node.params)
             env[id(node.results[0])] = (name, level)

@@ -78,7 +78,9 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
     """Replace each worthwhile group by one fused node; returns (groups, kernel source)."""
     split_linear_bias(graph)
     users = graph.users()
-    groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2, users)
+    in_place = frozenset(id(new.node) for target, new, _ in graph.mutations
+                         if new.node.kind == "call" and target in new.node.args and not new.requires_grad)
+    groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2, users, in_place)
     if not groups:
         return [], ""
     kernels = []

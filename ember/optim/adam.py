@@ -123,8 +123,11 @@ class Adam(GroupwiseOptimizer):
         if is_compiling():
             # Under ember.compile the corrections stay tensor ops of the step counters (torch's capturable
             # path): reading each step into Python would be a graph break whose value changes every step.
-            step_sizes = [-lr / (1 - beta1**step) for step in steps]
-            bias_correction2_sqrt = [(1 - beta2**step).sqrt() for step in steps]
+            # They are computed in float64 (eager's Python floats) and cast where they meet the tensors; the
+            # compiler computes such 0-d chains inside the parameter's kernel (fusion.absorb_scalar_chains).
+            dtype = exp_avgs[0].dtype
+            step_sizes = [(-lr / (1 - beta1 ** step.double())).to(dtype) for step in steps]
+            bias_correction2_sqrt = [((1 - beta2 ** step.double()) ** 0.5).to(dtype) for step in steps]
         else:
             step_values = steps.items()
             step_sizes = [value_of(-lr / (1 - beta1**step)) for step in step_values]
@@ -188,6 +191,9 @@ class Adamax(GroupwiseOptimizer):
         grads = _prepare_grads(group, params, grads, lr)
         exp_avgs.lerp_(grads, 1 - beta1)
         maximum_(exp_infs.mul_(beta2), grads.abs().add_(group["eps"]))
+        if is_compiling():  # the step size stays a tensor op of the step counter (see Adam._update)
+            params.add_(exp_avgs.div(exp_infs).mul_([-lr / (1 - beta1**step) for step in steps]))
+            return
         step_sizes = [value_of(-lr / (1 - beta1**step)) for step in steps.items()]
         params.addcdiv_(exp_avgs, exp_infs, value=step_sizes)
 
@@ -227,9 +233,12 @@ class NAdam(GroupwiseOptimizer):
         steps, mu_products = state["step"], state["mu_product"]
         exp_avgs, exp_avg_sqs = state["exp_avg"], state["exp_avg_sq"]
         steps.add_(1)
+        grads = _prepare_grads(group, params, grads, lr)
+        if is_compiling():
+            _nadam_tensor_update(group, params, grads, state, lr, beta1, beta2)
+            return
         step_values = steps.items()
         bias_correction2 = [1 - beta2**step for step in step_values]
-        grads = _prepare_grads(group, params, grads, lr)
         mus = [beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay))) for step in step_values]
         mus_next = [beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay))) for step in step_values]
         mu_products.mul_(mus)
@@ -270,10 +279,13 @@ class RAdam(GroupwiseOptimizer):
         beta1, beta2 = group["betas"]
         steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
         steps.add_(1)
-        step_values = steps.items()
         grads = _prepare_grads(group, params, grads, lr)
         exp_avgs.lerp_(grads, 1 - beta1)
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
+        if is_compiling():
+            _radam_tensor_update(group, params, steps, exp_avgs, exp_avg_sqs, lr, beta1, beta2)
+            return
+        step_values = steps.items()
         bias_correction1 = [1 - beta1**step for step in step_values]
         bias_correction2 = [1 - beta2**step for step in step_values]
         corrected_avgs = exp_avgs.div(bias_correction1)
@@ -294,3 +306,47 @@ class RAdam(GroupwiseOptimizer):
             params.select(rectified).add_(update, alpha=-1.0)
         if plain:
             params.select(plain).add_(corrected_avgs.select(plain).mul(lr), alpha=-1.0)
+
+
+def _radam_tensor_update(group, params, steps, exp_avgs, exp_avg_sqs, lr, beta1, beta2) -> None:
+    """RAdam's update with the rectification chosen by a tensor `where` on each step counter (torch's
+    capturable path), so a compiled step has no per-step Python branch: p -= lr * m_hat * factor, factor =
+    rect * sqrt(bc2) / (sqrt(v) + eps) once rho > 5, else 1."""
+    from .. import where
+
+    rho_inf = 2 / (1 - beta2) - 1
+    eps = group["eps"]
+
+    def update(param, exp_avg, exp_avg_sq, step):
+        # rho cancels (rho_inf - a number close to it at small steps): float64, as eager's Python floats
+        step64 = step.double()
+        bias_correction2 = 1 - beta2**step64
+        rho = rho_inf - 2 * step64 * (beta2**step64) / bias_correction2
+        inner = ((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho)).clamp(min=0)
+        scale = (inner.sqrt() * bias_correction2.sqrt()).to(exp_avg_sq.dtype)
+        factor = where(rho > 5.0, exp_avg_sq.sqrt().add_(eps).reciprocal_().mul_(scale), 1.0)
+        param.add_(exp_avg.div((1 - beta1**step64).to(exp_avg.dtype)).mul_(factor).mul_(-lr))
+
+    each(update, params, exp_avgs, exp_avg_sqs, steps)
+
+
+def _nadam_tensor_update(group, params, grads, state, lr, beta1, beta2) -> None:
+    """NAdam's step with its step-derived scalars as float64 tensor ops of each step counter (eager computes
+    them as Python floats), cast to the parameter's dtype where they meet its tensors, as eager's Python
+    scalars are: one kernel per parameter under ember.compile, and eager's numbers."""
+    momentum_decay, eps = group["momentum_decay"], group["eps"]
+
+    def update(param, grad, exp_avg, exp_avg_sq, step, mu_product):
+        dtype = exp_avg.dtype
+        step = step.double()
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product.mul_(mu.to(mu_product.dtype))
+        product = mu_product.double()
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div((1 - beta2**step).to(dtype)).sqrt_().add_(eps)
+        param.add_(grad.div(denom).mul_((-lr * (1.0 - mu) / (1.0 - product)).to(dtype)))
+        param.add_(exp_avg.div(denom).mul_(((-lr * mu_next) / (1.0 - product * mu_next)).to(dtype)))
+
+    each(update, params, grads, state["exp_avg"], state["exp_avg_sq"], state["step"], state["mu_product"])

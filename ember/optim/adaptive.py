@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import full_like, zeros_like
 from .._tensor import Tensor
+from ..compiler import is_compiling
 from ._multi_tensor import where_
 from .optimizer import (
     GroupwiseOptimizer,
@@ -145,9 +146,12 @@ class Adagrad(GroupwiseOptimizer):
         steps, sums = state["step"], state["sum"]
         steps.add_(1)
         grads = _l2_grads(group, params, grads)
-        step_sizes = [value_of(-lr / (1 + (step - 1) * lr_decay)) for step in steps.items()]
         sums.addcmul_(grads, grads, value=1)
         std = sums.sqrt().add_(group["eps"])
+        if is_compiling():  # the step size stays a tensor op of the step counter (see Adam._update)
+            params.add_(grads.div(std).mul_([-lr / (1 + (step - 1) * lr_decay) for step in steps]))
+            return
+        step_sizes = [value_of(-lr / (1 + (step - 1) * lr_decay)) for step in steps.items()]
         params.addcdiv_(grads, std, value=step_sizes)
 
 
