@@ -153,7 +153,19 @@ class CPrinter:
         return "\n".join(lines)
 
     def build(self, kernels, log=None):
-        sources = "\n".join(self.source(k) for k in kernels)
+        # kernels whose C differs only in their name (an optimizer's per-parameter updates, a layer norm per
+        # transformer layer: the sizes are run-time arguments) share one function: less to compile and load
+        first: dict = {}  # source with the name masked -> the kernel whose function is printed
+        shared = {}
+        printed = []
+        for kernel in kernels:
+            text = self.source(kernel)
+            masked = text.replace(f" {kernel.name}(", " KERNEL(", 1)
+            if masked not in first:
+                first[masked] = kernel
+                printed.append(text)
+            shared[kernel.name] = first[masked].name
+        sources = "\n".join(printed)
         try:
             full = C_HEADER + VECTOR_MATH + cmath.SOURCE + "\n" + sources
             library = compile_library(full, ["-lmvec"])
@@ -162,7 +174,7 @@ class CPrinter:
             library = compile_library(full)
         built = {}
         for kernel in kernels:
-            fn = getattr(library, kernel.name)
+            fn = getattr(library, shared[kernel.name])
             fn.restype = None
             pointers = len(kernel.args) + len(kernel.outputs)
             fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_long, ctypes.c_long]

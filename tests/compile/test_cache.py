@@ -54,3 +54,26 @@ def test_second_process_reuses_the_disk_cache(tmp_path):
 def test_no_compiler_falls_back_to_numpy_printer_with_one_warning(tmp_path):
     env = dict(os.environ, CC="/nonexistent/cc", EMBER_CACHE_DIR=str(tmp_path / "cache"))
     assert _run(env) == "PRINTER numpy WARNINGS 1"
+
+
+def test_kernels_differing_only_in_name_share_one_function():
+    """Two groups with the same steps (sizes are run-time arguments) print one C function; both run it."""
+    import numpy as np
+
+    import ember
+    from ember._compile import codegen
+
+    def f(x, y):
+        return (x * 2 + 1).relu(), (y * 2 + 1).relu()
+
+    compiled = ember.compile(f)
+    x, y = ember.randn(4, 8), ember.randn(16, 3)
+    compiled(x, y)
+    (entry,) = compiled.cache.values()
+    kernels = [group.kernel for group in entry.compiled.groups]
+    assert len(kernels) == 2
+    built, source = codegen.CPrinter().build(kernels)
+    assert source.count(f"void {kernels[0].name}(") == 1 and f"void {kernels[1].name}(" not in source
+    outputs = compiled(x, y)
+    for out, t in zip(outputs, (x, y)):
+        np.testing.assert_allclose(out.numpy(), np.maximum(t.numpy() * 2 + 1, 0), rtol=1e-6)
