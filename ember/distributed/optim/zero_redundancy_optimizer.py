@@ -21,7 +21,10 @@ class ZeroRedundancyOptimizer(Optimizer):
         params: parameters or parameter groups, as for any optimizer.
         optimizer_class: the local optimizer's class (e.g. ``ember.optim.Adam``).
         process_group: the group to shard over (default: the world).
-        parameters_as_bucket_view, overlap_with_ddp: accepted; ember broadcasts per parameter, after step.
+        parameters_as_bucket_view: pack each rank's parameters (per dtype and device) into one flat buffer and
+            make them views of it, so step() broadcasts one buffer per rank instead of one per parameter
+            (torch's option; the parameters' `.data` then point into the buckets).
+        overlap_with_ddp: accepted; ember broadcasts after step.
         **defaults: the local optimizer's options (lr, ...).
 
     Example::
@@ -32,6 +35,8 @@ class ZeroRedundancyOptimizer(Optimizer):
     def __init__(self, params, optimizer_class, process_group=None, parameters_as_bucket_view: bool = False,
                  overlap_with_ddp: bool = False, **defaults) -> None:
         self._constructing = True
+        self._bucket_view = parameters_as_bucket_view
+        self._buckets: list = []
         self.process_group = pg.resolve(process_group)
         self.optimizer_class = optimizer_class
         self._local_defaults = defaults
@@ -62,6 +67,29 @@ class ZeroRedundancyOptimizer(Optimizer):
         nonempty = [g for g in local_groups if g["params"]]
         self.optim = self.optimizer_class(nonempty, **self._local_defaults) if nonempty else None
         self._local_of = [g for g in local_groups]
+        if self._bucket_view:
+            self._build_buckets()
+
+    def _build_buckets(self) -> None:
+        """parameters_as_bucket_view: one flat tensor per (owner, dtype, device) holding the owner's parameters
+        back to back; each parameter's data becomes its slice, so the owner's update writes the bucket."""
+        from ... import empty, no_grad
+
+        members: dict = {}
+        for group in self.param_groups:
+            for param in group["params"]:
+                members.setdefault((self._owner[param], param.dtype, param.device), []).append(param)
+        self._buckets = []
+        with no_grad():
+            for (owner, dtype, device), params in members.items():
+                flat = empty(sum(p.numel() for p in params), dtype=dtype, device=device)
+                offset = 0
+                for param in params:
+                    view = flat[offset:offset + param.numel()].view(param.shape)
+                    view.copy_(param.detach())
+                    param.data = view
+                    offset += param.numel()
+                self._buckets.append((owner, flat))
 
     def _sync_options(self) -> None:
         """A learning-rate scheduler changes self.param_groups: pass the options on to the local groups."""
@@ -83,7 +111,12 @@ class ZeroRedundancyOptimizer(Optimizer):
         elif closure is not None:
             loss = closure()
         communicator = self.process_group.communicator
-        if communicator.size > 1:
+        if communicator.size > 1 and self._buckets:
+            requests = [communicator.broadcast(flat._data.view("uint8"), owner) for owner, flat in self._buckets]
+            pg.poll(requests, "ZeroRedundancyOptimizer: broadcast of parameter buckets", self.process_group.timeout)
+            for _, flat in self._buckets:
+                flat._storage.version += 1  # the parameters are views of it: one storage, one version
+        elif communicator.size > 1:
             requests = []
             for group in self.param_groups:
                 for param in group["params"]:

@@ -65,13 +65,15 @@ def close(a, b, tol=2e-5) -> bool:
     return np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
 
 
-def train_pair(name: str, kind: str, make_optimizer, ddp_options: dict, accumulate: int = 1, zero: bool = False):
+def train_pair(name: str, kind: str, make_optimizer, ddp_options: dict, accumulate: int = 1, zero: bool = False,
+               zero_options: dict | None = None):
     rank, world = dist.get_rank(), dist.get_world_size()
     model = make_model(kind)
     ddp = DDP(model, **ddp_options)
     reference = clone(model, kind)
     if zero:
-        optimizer = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=make_optimizer[0], **make_optimizer[1])
+        optimizer = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=make_optimizer[0], **make_optimizer[1],
+                                            **(zero_options or {}))
         reference_optimizer = make_optimizer[0](reference.parameters(), **make_optimizer[1])
     else:
         optimizer = make_optimizer(ddp.parameters())
@@ -134,6 +136,21 @@ def test_zero() -> None:
         check("zero: consolidated state covers every parameter", sorted(state["state"]) == list(range(total)))
 
 
+def test_zero_bucket_view() -> None:
+    """parameters_as_bucket_view: the same trajectory; each rank's parameters are views of one bucket."""
+    ddp, optimizer = train_pair("zero adam, parameters_as_bucket_view", "mlp", (ember.optim.Adam, {"lr": 0.01}), {},
+                                zero=True, zero_options={"parameters_as_bucket_view": True})
+    params = list(ddp.module.parameters())
+    owners = {optimizer._owner[p] for p in params}
+    check("one bucket per owning rank", sorted(owner for owner, _ in optimizer._buckets) == sorted(owners),
+          str([owner for owner, _ in optimizer._buckets]))
+    for owner, flat in optimizer._buckets:
+        inside = [p for p in params if optimizer._owner[p] == owner]
+        check(f"rank {owner}'s parameters are views of its bucket",
+              all(np.shares_memory(p._data, flat._data) for p in inside)
+              and sum(p.numel() for p in inside) == flat.numel())
+
+
 def test_unused_without_flag() -> None:
     ddp = DDP(make_model("unused"))
     try:
@@ -147,6 +164,7 @@ def main() -> None:
     dist.init_process_group("mpi")
     guarded("ddp", test_ddp)
     guarded("zero", test_zero)
+    guarded("zero bucket view", test_zero_bucket_view)
     guarded("unused without flag", test_unused_without_flag)
     report()
     dist.destroy_process_group()
