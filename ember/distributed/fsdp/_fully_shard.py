@@ -105,6 +105,8 @@ class _FSDPParam:
         self.sharded._fsdp_param = self
         self.unsharded: Tensor | None = None
         self.freed = False
+        self.pending = None  # (request, receive buffer, dtype) of a prefetched all-gather in flight
+        self.prefetched = 0  # all-gathers started ahead of need (tests read it)
 
     @property
     def offset(self) -> int:
@@ -114,15 +116,38 @@ class _FSDPParam:
     def length(self) -> int:
         return max(0, min(self.chunk, self.numel - self.offset))
 
-    def gather_array(self, dtype):
-        """The full tensor's array, all-gathered from every rank's chunk (cast to `dtype` first)."""
+    def start_gather(self, dtype):
+        """Issue the all-gather of the full tensor (cast to `dtype` first) without waiting: (request, buffer)."""
         communicator = self.group.communicator
         chunk = self.sharded._data
         if dtype is not None and dtype.np_dtype != chunk.dtype:
             chunk = chunk.astype(dtype.np_dtype)
         full = np.empty(self.chunk * communicator.size, dtype=chunk.dtype)
-        pg.poll([communicator.allgather(chunk, full)], f"FSDP all_gather of {self.fqn}", self.group.timeout)
+        return communicator.allgather(chunk, full), full
+
+    def prefetch(self, dtype) -> None:
+        """Start this parameter's all-gather now (FSDP prefetch), if it is not gathered or in flight."""
+        if self.pending is None and (self.unsharded is None or self.freed):
+            self.pending = (*self.start_gather(dtype), dtype)
+            self.prefetched += 1
+
+    def gather_array(self, dtype):
+        """The full tensor's array, all-gathered from every rank's chunk (cast to `dtype` first); a prefetched
+        gather in flight is waited for instead of issuing another."""
+        if self.pending is not None and self.pending[2] == dtype:
+            request, full, _ = self.pending
+        else:
+            self.wait_pending()
+            request, full = self.start_gather(dtype)
+        self.pending = None
+        pg.poll([request], f"FSDP all_gather of {self.fqn}", self.group.timeout)
         return full[:self.numel].reshape(self.shape)
+
+    def wait_pending(self) -> None:
+        """Complete (and drop) a prefetched gather nobody used, so no request is left in flight."""
+        if self.pending is not None:
+            pg.poll([self.pending[0]], f"FSDP all_gather of {self.fqn}", self.group.timeout)
+            self.pending = None
 
     def regather(self, dtype) -> None:
         """Refill a freed unsharded tensor in place (same Tensor object autograd saved)."""
@@ -175,6 +200,8 @@ class _FSDPState:
         self.params: list[_FSDPParam] = []
         self.hooks_context = None
         self.free_queued = False
+        self.forward_prefetch: list = []  # FSDP modules whose gathers start when this module's forward starts
+        self.backward_prefetch: list = []  # ... when this module's parameters are re-gathered in backward
         for module_name, owner in module.named_modules():
             for name, param in list(owner._parameters.items()):
                 if param is None or getattr(param, "_fsdp_param", None) is not None:
@@ -198,8 +225,14 @@ class _FSDPState:
             managed.module._parameters[managed.name] = managed.unsharded
         self.by_id = {id(m.unsharded): m for m in self.params}
 
+    def prefetch(self) -> None:
+        for managed in self.params:
+            managed.prefetch(self.policy.param_dtype)
+
     def pre_forward(self, module, args, kwargs):
         self.unshard()
+        for other in self.forward_prefetch:
+            other._fsdp_state.prefetch()
         if grad_state.enabled and self.reshard_after_forward:
             self.hooks_context = saved_tensors_hooks(self.pack, self.unpack)
             self.hooks_context.__enter__()
@@ -245,13 +278,18 @@ class _FSDPState:
     def unpack(self, packed):
         if isinstance(packed, tuple) and len(packed) == 2 and packed[0] is _FSDPState:
             managed = packed[1]
+            was_freed = managed.freed
             managed.regather(self.policy.param_dtype)
+            if was_freed:  # this module's backward has begun: start the next ones' gathers
+                for other in self.backward_prefetch:
+                    other._fsdp_state.prefetch()
             return managed.unsharded
         return packed
 
     def reshard_after_backward(self) -> None:
         self.free_queued = False
         for managed in self.params:
+            managed.wait_pending()
             managed.free()
             managed.unsharded = None
 
@@ -280,10 +318,28 @@ class FSDPModule:
     """Mixed into every module fully_shard was applied to (FSDP2's FSDPModule)."""
 
     def unshard(self, async_op: bool = False):
-        self._fsdp_state.unshard()
-        for managed in self._fsdp_state.params:
+        """All-gather this module's parameters ahead of its forward; with async_op, return a handle whose
+        wait() completes it (the gathers are in flight meanwhile), as torch's UnshardHandle."""
+        state = self._fsdp_state
+        if async_op:
+            state.prefetch()
+            return _UnshardHandle(self)
+        state.unshard()
+        for managed in state.params:
             managed.module._parameters[managed.name] = managed.sharded
         return None
+
+    def set_modules_to_forward_prefetch(self, modules: list) -> None:
+        """Start these FSDP modules' all-gathers when this module's forward starts (torch's explicit forward
+        prefetch: typically the next layer or two), so their communication overlaps this module's compute."""
+        _check_fsdp_modules(modules)
+        self._fsdp_state.forward_prefetch = list(modules)
+
+    def set_modules_to_backward_prefetch(self, modules: list) -> None:
+        """Start these FSDP modules' re-gathers when this module's backward starts (typically the previous
+        layer), so they are in flight while this module's gradients are computed."""
+        _check_fsdp_modules(modules)
+        self._fsdp_state.backward_prefetch = list(modules)
 
     def reshard(self) -> None:
         self._fsdp_state.reshard_after_backward()
@@ -297,6 +353,24 @@ class FSDPModule:
         if not requires_gradient_sync:
             raise NotImplementedError("ember's fully_shard always reduce-scatters gradients in backward; "
                                       "gradient accumulation without sync is not implemented")
+
+
+class _UnshardHandle:
+    """unshard(async_op=True)'s result: wait() finishes the gathers and installs the parameters."""
+
+    def __init__(self, module) -> None:
+        self._module = module
+
+    def wait(self) -> None:
+        if self._module is not None:
+            self._module.unshard()
+            self._module = None
+
+
+def _check_fsdp_modules(modules) -> None:
+    for module in modules:
+        if not isinstance(module, FSDPModule):
+            raise ValueError(f"expected FSDPModules (modules fully_shard was applied to), got {type(module).__name__}")
 
 
 _CLASSES: dict = {}

@@ -68,8 +68,18 @@ def held_bytes(model, optimizer) -> int:
     return nbytes(params) + nbytes([p.grad for p in params if p.grad is not None]) + nbytes(state)
 
 
-def train(reshard_after_forward: bool, make_optimizer, name: str) -> None:
+def set_prefetch(model) -> list:
+    """Each Linear block prefetches the next one's gathers in forward and the previous one's in backward."""
+    layers = [layer for layer in model if isinstance(layer, FSDPModule)]
+    for index, layer in enumerate(layers):
+        layer.set_modules_to_forward_prefetch(layers[index + 1:index + 2])
+        layer.set_modules_to_backward_prefetch(layers[max(index - 1, 0):index])
+    return layers
+
+
+def train(reshard_after_forward: bool, make_optimizer, name: str, prefetch: bool = False) -> None:
     model = shard(make_model(), reshard_after_forward)
+    layers = set_prefetch(model) if prefetch else []
     reference = make_model()
     optimizer = make_optimizer(model.parameters())
     reference_optimizer = make_optimizer(reference.parameters())
@@ -88,6 +98,14 @@ def train(reshard_after_forward: bool, make_optimizer, name: str) -> None:
     states = [m._fsdp_state for m in model.modules() if isinstance(m, FSDPModule)]
     check(f"{name}: no gathered parameter alive after the step",
           all(managed.unsharded is None for s in states for managed in s.params))
+    check(f"{name}: no prefetched gather left in flight", all(m.pending is None for s in states for m in s.params))
+    if prefetch:
+        counts = [sum(m.prefetched for m in layer._fsdp_state.params) for layer in layers]
+        # forward: every layer but the first is prefetched each step; backward (re-gathers after resharding):
+        # every layer but the last
+        per_step = [int(i > 0) + int(reshard_after_forward and i < len(layers) - 1) for i in range(len(layers))]
+        expected = [STEPS * n * len(layer._fsdp_state.params) for n, layer in zip(per_step, layers)]
+        check(f"{name}: gathers started ahead of need", counts == expected, f"{counts} vs {expected}")
     mine = full_parameters(model)
     for key, want in reference.state_dict().items():
         check(f"{name}: {key} equals single-process training", np.allclose(mine[key], want.numpy(), rtol=2e-5,
@@ -104,6 +122,25 @@ def train(reshard_after_forward: bool, make_optimizer, name: str) -> None:
 def test_train() -> None:
     train(True, lambda p: ember.optim.Adam(p, lr=0.01), "fsdp adam")
     train(False, lambda p: ember.optim.SGD(p, lr=0.1, momentum=0.9), "fsdp sgd, reshard_after_forward=False")
+    train(True, lambda p: ember.optim.Adam(p, lr=0.01), "fsdp adam, forward and backward prefetch", prefetch=True)
+    train(False, lambda p: ember.optim.SGD(p, lr=0.1), "fsdp sgd, forward prefetch", prefetch=True)
+    test_unshard_async()
+
+
+def test_unshard_async() -> None:
+    model = shard(make_model())
+    layer = model[2]
+    handle = layer.unshard(async_op=True)
+    check("unshard(async_op=True): gathers in flight", all(m.pending is not None for m in layer._fsdp_state.params))
+    handle.wait()
+    check("handle.wait(): parameters gathered, nothing in flight",
+          all(m.pending is None and m.unsharded is not None and tuple(m.unsharded.shape) == m.shape
+              for m in layer._fsdp_state.params))
+    try:
+        layer.set_modules_to_forward_prefetch([nn.Linear(2, 2)])
+        check("prefetch of a module fully_shard was not applied to raises", False)
+    except ValueError:
+        pass
 
 
 def mixed() -> None:
