@@ -62,7 +62,7 @@ class OpDef:
     """
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
-                 "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer")
+                 "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -81,6 +81,9 @@ class OpDef:
         self.node_class = node_class(self.grad_name)
         # a slicing view whose gradient the engine may add into its input's buffer (ember/_autograd/engine.py)
         self.scatters_into_buffer = False
+        # params -> params for the backward node: copies of arrays the params share with tensors the caller
+        # may still write (an index key built from a mask tensor), so backward sees the forward's values
+        self.snapshot = None
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -447,6 +450,8 @@ def _record(op, args, params, results):
             needs.append(False)
             input_meta.append(None)
             edges.append(_NO_EDGE)
+    if op.snapshot is not None:
+        params = op.snapshot(params)
     node = op.node_class(op, params, args, outputs, input_meta, tuple(needs))
     node.next_functions = tuple(edges)
     for nr, result in enumerate(outputs):

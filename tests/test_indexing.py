@@ -334,3 +334,30 @@ def test_index_put_accumulate_with_a_boolean_mask_of_rows():
     mine = ember.zeros(2, 3, dtype=ember.float64).index_put_((ember.tensor(every),), ember.tensor(values),
                                                              accumulate=True)
     np.testing.assert_array_equal(mine.numpy(), values)
+
+
+def test_index_tensors_overwritten_before_backward_keep_the_forward_gradient():
+    """x[mask], x[idx] and a[mask] = v keep copies of their index arrays for backward, so writing the mask or
+    index tensor afterwards cannot misroute the gradient (torch raises at backward instead; found in Wishart's
+    resampling of singular draws)."""
+    x = ember.randn(5, requires_grad=True)
+    mask = ember.tensor([True, False, True, False, False])
+    y = x[mask]
+    mask.fill_(False)
+    (y * ember.tensor([1.0, 2.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 0, 2, 0, 0])
+
+    x.grad = None
+    index = ember.tensor([0, 3])
+    y = x[index]
+    index[0] = 1
+    (y * ember.tensor([1.0, 2.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 0, 0, 2, 0])
+
+    a = ember.zeros(5)
+    v = ember.tensor([1.0, 2.0], requires_grad=True)
+    where = ember.tensor([False, True, False, True, False])
+    a[where] = v
+    where.fill_(True)
+    (a * ember.arange(5.0)).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [1, 3])

@@ -119,6 +119,20 @@ def _index_put_rule(args, params):
 _INDEX_PUT = OpDef("index_put", _index_put_impl, _index_put_backward, dtype_rule=_index_put_rule,
                    upcast_half=False, meta=lambda args, p: args[0].shape)
 
+
+def _snapshot_key(params: dict) -> dict:
+    """The params with the key's index arrays copied: they are views of the index tensors (a mask, a LongTensor),
+    which the caller may overwrite before backward.  torch saves those tensors and raises at backward if they
+    changed; ember's backward uses the values the forward used."""
+    key = params["key"]
+    if key.advanced is None:
+        return params
+    advanced = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in key.advanced)
+    return {**params, "key": IndexKey(key.basic, advanced)}
+
+
+_INDEX.snapshot = _INDEX_PUT.snapshot = _snapshot_key
+
 def _setitem_value(self: Tensor, value) -> Tensor:
     """torch's valueToTensor: tensors as they are, Python numbers as 0-d tensors of self's dtype."""
     if isinstance(value, Tensor):

@@ -96,6 +96,7 @@ from .inverse_gamma import InverseGamma
 from .kl import _add_kl_info, kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -115,6 +116,7 @@ from .transforms import *  # noqa: F403
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 _add_kl_info()
 del _add_kl_info
@@ -141,6 +143,7 @@ __all__ = [
     "Independent",
     "InverseGamma",
     "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
@@ -160,6 +163,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "TransformedDistribution",
     "biject_to",
     "kl_divergence",
