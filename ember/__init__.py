@@ -98,13 +98,17 @@ from ._ops.random import (  # noqa: E402
     set_rng_state,
 )
 
-from . import backends, cuda  # noqa: E402
+from . import backends, cpu, cuda  # noqa: E402
 from ._runtime import (  # noqa: E402
     are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_device_module,
     get_float32_matmul_precision,
     get_num_interop_threads,
     get_num_threads,
+    init_num_threads,
     is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
     set_float32_matmul_precision,
     set_num_interop_threads,
     set_num_threads,
@@ -123,6 +127,7 @@ from .amp.autocast_mode import (  # noqa: E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,
     is_autocast_available, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
     set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
+    set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_gpu_dtype,
 )
 
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import types
 
 _threads = int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or (os.cpu_count() or 1)
 _deterministic = False
@@ -58,3 +59,53 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 def get_float32_matmul_precision() -> str:
     return _matmul_precision
+
+
+def init_num_threads() -> None:
+    """torch initialises a new thread's OpenMP pool here; ember's thread count is process-wide, so nothing to do."""
+
+
+def set_deterministic_debug_mode(debug_mode: int | str) -> None:
+    """use_deterministic_algorithms by level: 0 / "default" off, 1 / "warn" warn only, 2 / "error" on."""
+    if not isinstance(debug_mode, (int, str)):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if isinstance(debug_mode, str):
+        levels = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in levels:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = levels[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """The use_deterministic_algorithms state as a level: 0 off, 1 warn only, 2 on."""
+    if not _deterministic:
+        return 0
+    return 1 if _deterministic_warn_only else 2
+
+
+def get_device_module(device=None) -> types.ModuleType:
+    """The module of a device type (ember.cuda for "cuda:1", ember.cpu for "cpu"); with no device, the current
+    accelerator's, or ember.cpu when there is none."""
+    import sys
+
+    from ._device import as_device
+    from ._device import device as device_class
+
+    if isinstance(device, device_class):
+        name = device.type
+    elif isinstance(device, str):
+        name = as_device(device).type
+    elif device is None:
+        from . import cuda
+
+        name = "cuda" if cuda.is_available() else "cpu"
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    module = getattr(sys.modules["ember"], name, None)
+    if module is None:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as 'torch.{name}'.")
+    return module

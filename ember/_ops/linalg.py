@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
-from ._api import export, finish_out
+from ._api import export, finish_out, inplace_call
 from ._shapes import broadcast_shapes
 
 
@@ -402,17 +402,39 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     return _add_product(_ADDBMM, input, batch1, batch2, shape, beta, alpha, out, "addmm_impl_cpu_")
 
 
-@export(inplace=True)
-def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
-    """beta * input + alpha * (mat @ vec) (torch.addmv)."""
-    if mat.ndim != 2 or vec.ndim != 1:
+def _check_addmv_shapes(input: Tensor, mat: Tensor, vec: Tensor) -> None:
+    """ATen's addmv meta checks: a vector (or scalar) input, a matrix and a vector of matching sizes."""
+    if mat.ndim != 2 or vec.ndim != 1 or input.ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
     if mat.shape[1] != vec.shape[0] or (input.ndim == 1 and input.shape[0] not in (1, mat.shape[0])):
         raise RuntimeError(
             f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat ({_dims(mat.shape)}), "
             f"vec ({vec.shape[0]})"
         )
+
+
+@export
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
+    """beta * input + alpha * (mat @ vec) (torch.addmv)."""
+    _check_addmv_shapes(input, mat, vec)
+    if input._dtype is not mat._dtype or mat._dtype is not vec._dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_name(input)}, {_name(mat)}, "
+                           f"and {_name(vec)}")
     return _add_product(_ADDMV, input, mat, vec, (mat.shape[0],), beta, alpha, out, "addmv_impl_cpu")
+
+
+def _addmv_inplace(self: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """Tensor.addmv_ (and torch.addmv_): addmv written into self, which must already have the result's size."""
+    _check_addmv_shapes(self, mat, vec)
+    if tuple(self.shape) != (mat.shape[0],):
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and output tensor size "
+                           f"[{mat.shape[0]}] should match")
+    return inplace_call(self, addmv, mat, vec, beta=beta, alpha=alpha)
+
+
+_addmv_inplace.__name__ = "addmv_"
+_addmv_inplace.__qualname__ = "Tensor.addmv_"
+export(_addmv_inplace, name="addmv_", function=False)
 
 
 @export(inplace=True)

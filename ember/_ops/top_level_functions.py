@@ -119,8 +119,10 @@ def is_warn_always_enabled() -> bool:
 
 @export(method=False)
 def is_storage(obj, /) -> bool:
-    """Whether obj is a storage object (what Tensor.untyped_storage() returns)."""
-    return isinstance(obj, UntypedStorage)
+    """Whether obj is a storage object (what Tensor.untyped_storage() or Tensor.storage() returns)."""
+    from .tensor_storage import TypedStorage
+
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 # ---------------------------------------------------------------- buffers and files

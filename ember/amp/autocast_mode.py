@@ -106,6 +106,37 @@ def get_autocast_gpu_dtype():
     return _devices["cuda"].dtype
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Deprecated form of set_autocast_enabled("cpu", enabled)."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def _check_dtype(dtype) -> None:
+    if not isinstance(dtype, dt.dtype):
+        raise TypeError(f"dtype must be a torch.dtype (got {type(dtype).__name__})")
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    """Deprecated form of set_autocast_dtype("cpu", dtype)."""
+    _check_dtype(dtype)
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    """Deprecated form of set_autocast_dtype("cuda", dtype)."""
+    _check_dtype(dtype)
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)
+
+
 def is_autocast_cache_enabled() -> bool:
     return _cache_enabled
 

@@ -6,6 +6,7 @@ gradients come from those ops.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -259,35 +260,48 @@ def _unnormalize(coordinate: Tensor, size: int, align_corners: bool) -> Tensor:
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners=None) -> Tensor:
-    """Sample input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (bilinear or nearest; 2-D)."""
-    if input.ndim != 4:
-        raise NotImplementedError("ember's grid_sample supports 4-D input")
+    """Sample input (N, C, H, W) or (N, C, D, H, W) at grid (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3) locations in
+    [-1, 1] (bilinear -- trilinear for 5-D -- or nearest); grid's last dim lists x (width) first."""
+    if input.ndim not in (4, 5):
+        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D input")
     if mode not in ("bilinear", "nearest"):
         raise NotImplementedError(f"grid_sample mode '{mode}' is not implemented in ember")
     align_corners = bool(align_corners)
-    n, c, h, w = input.shape
-    x = _unnormalize(grid[..., 0], w, align_corners)
-    y = _unnormalize(grid[..., 1], h, align_corners)
+    sizes = tuple(input.shape[2:])  # (D,) H, W
+    dims = len(sizes)
+    # grid component k addresses spatial dim dims-1-k: x -> W, y -> H, z -> D
+    coordinates = [_unnormalize(grid[..., dims - 1 - j], sizes[j], align_corners) for j in range(dims)]
     if padding_mode == "border":
-        x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
+        coordinates = [c.clamp(0, size - 1) for c, size in zip(coordinates, sizes)]
     elif padding_mode == "reflection":
-        x, y = _reflect(x, w, align_corners), _reflect(y, h, align_corners)
-    flat = input.reshape(n, c, h * w)
+        coordinates = [_reflect(c, size, align_corners) for c, size in zip(coordinates, sizes)]
+    n, c = input.shape[:2]
+    flat = input.reshape(n, c, -1)
+    strides = [math.prod(sizes[j + 1:]) for j in range(dims)]
 
-    def sample(ix: Tensor, iy: Tensor) -> Tensor:
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        index = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).to(dt.int64)
-        values = flat.gather(2, index.reshape(n, 1, -1).expand(n, c, -1)).reshape((n, c) + tuple(ix.shape[1:]))
+    def sample(indices) -> Tensor:
+        inside = None
+        index = None
+        for ix, size, stride in zip(indices, sizes, strides):
+            within = (ix >= 0) & (ix <= size - 1)
+            inside = within if inside is None else inside & within
+            term = ix.clamp(0, size - 1) * stride
+            index = term if index is None else index + term
+        index = index.to(dt.int64)
+        values = flat.gather(2, index.reshape(n, 1, -1).expand(n, c, -1)).reshape((n, c) + tuple(index.shape[1:]))
         return values * inside.unsqueeze(1).to(input.dtype)
 
     if mode == "nearest":
-        return sample(x.round(), y.round())
-    x0, y0 = x.floor(), y.floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return (sample(x0, y0) * wx0 * wy0 + sample(x1, y0) * wx1 * wy0 + sample(x0, y1) * wx0 * wy1
-            + sample(x1, y1) * wx1 * wy1)
+        return sample([each.round() for each in coordinates])
+    lows = [each.floor() for each in coordinates]
+    upper_weights = [(each - low).unsqueeze(1) for each, low in zip(coordinates, lows)]
+    result = None
+    for corner in itertools.product((0, 1), repeat=dims):
+        term = sample([low + offset for low, offset in zip(lows, corner)])
+        for j in reversed(range(dims)):  # x's weight first, as the 2-D formula
+            term = term * (upper_weights[j] if corner[j] else 1 - upper_weights[j])
+        result = term if result is None else result + term
+    return result
 
 
 def _reflect(coordinate: Tensor, size: int, align_corners: bool) -> Tensor:

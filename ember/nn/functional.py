@@ -157,7 +157,9 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     from .. import where
+    from .._ops.extra_forms import check_hardshrink
 
+    check_hardshrink(input)
     return where((input > lambd) | (input < -lambd), input, input * 0)
 
 
@@ -184,8 +186,12 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), weight per channel (dim 1) or shared."""
     from .. import where
+    from .._ops.extra_forms import check_prelu
 
-    if weight.numel() != 1 and input.ndim >= 2:
+    check_prelu(input, weight)
+    if weight.numel() == 1:  # one shared weight: the result keeps input's shape, 0-d included
+        weight = weight.reshape(())
+    elif input.ndim >= 2:
         shape = [1] * input.ndim
         shape[1] = weight.numel()
         weight = weight.reshape(shape)
@@ -352,8 +358,9 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
     with no_grad():
         rows = input.reshape(-1).unique()
         selected = weight.index_select(0, rows)
-        norms = selected.norm(p=norm_type, dim=1, keepdim=True)
-        scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+        # torch's kernel: only rows with norm > max_norm change, scaled by max_norm / (norm + 1e-7) in double
+        norms = selected.norm(p=norm_type, dim=1, keepdim=True).double()
+        scale = (max_norm / (norms + 1e-7)).where(norms > max_norm, 1.0).to(weight.dtype)
         weight.index_copy_(0, rows, selected * scale)
 
 

@@ -23,6 +23,7 @@ GAPS = {
     ('clip', 'forward'): 'EmulationError at ember/_ops/special_math.py:307 clamp',
     ('combinations', 'forward'): 'EmulationError at ember/_ops/indexing.py:301 _host_index',
     ('combinations', 'grad'): 'EmulationError at ember/_ops/indexing.py:301 _host_index',
+    ('index_reduce', 'grad'): 'EmulationError at ember/_ops/indexing.py:345 _host_index (via index_add)',
     ('conv1d', 'forward'): 'EmulationError at ember/_ops/conv.py:48 _columns',
     ('conv1d', 'grad'): 'EmulationError at ember/_ops/conv.py:48 _columns',
     ('conv2d', 'forward'): 'EmulationError at ember/_ops/conv.py:48 _columns',

@@ -1,10 +1,8 @@
 """RNN, LSTM, GRU and their cells, with packed sequences, bidirectional and stacked layers.
 
-The input projection of all time steps is one matrix product per layer and
-direction; only the recurrent product runs in a loop over time, vectorised over
-the batch and the gates.  Packed input runs the same loop with the batch
-shrinking as sequences end (batch_sizes), so each sequence's last hidden state
-is the one returned, as torch does.  Gradients come from the ops used.
+The modules own the parameters and torch's argument handling (batch_first, unbatched input, packed sequences
+and their sort order, initial states); the math is in ../_functional_rnn_stack.py, shared with the top-level
+functional ops (torch.lstm, torch.gru_cell, ...).  Gradients come from the ops used.
 """
 
 from __future__ import annotations
@@ -14,66 +12,19 @@ import numbers
 
 from ..._ops.creation import empty, zeros
 from ..._tensor import Tensor
-from .. import functional as F
 from .. import init
-from .._functional_rnn import lstm_layer
+from .._functional_rnn_stack import GATES, gru_cell, lstm_cell, rnn_layers, rnn_relu_cell, rnn_tanh_cell
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
-_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-
 
 def _cat(tensors, dim=0):
     from ... import cat
 
     return cat(tensors, dim)
-
-
-def _stack(tensors, dim=0):
-    from ... import stack
-
-    return stack(tensors, dim)
-
-
-def _step(mode: str, x_proj: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr):
-    """One time step given the precomputed input projection x_proj (batch, gates*hidden)."""
-    if mode == "LSTM":
-        gates = x_proj + F.linear(h, w_hh, b_hh)
-        i, f, g, o = gates.chunk(4, 1)
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        h = o.sigmoid() * c.tanh()
-        if w_hr is not None:
-            h = F.linear(h, w_hr)
-        return h, c
-    if mode == "GRU":
-        hidden = F.linear(h, w_hh, b_hh)
-        x_r, x_z, x_n = x_proj.chunk(3, 1)
-        h_r, h_z, h_n = hidden.chunk(3, 1)
-        r = (x_r + h_r).sigmoid()
-        z = (x_z + h_z).sigmoid()
-        n = (x_n + r * h_n).tanh()
-        return (1 - z) * n + z * h, None
-    pre = x_proj + F.linear(h, w_hh, b_hh)
-    return (pre.tanh() if mode == "RNN_TANH" else F.relu(pre)), None
-
-
-def _run_direction(mode, inputs_proj, batch_sizes, h, c, w_hh, b_hh, w_hr, reverse: bool):
-    """Loop one layer-direction over time. inputs_proj: list of (batch_t, gates*hidden) per step."""
-    steps = range(len(inputs_proj) - 1, -1, -1) if reverse else range(len(inputs_proj))
-    outputs = [None] * len(inputs_proj)
-    for t in steps:
-        size = batch_sizes[t]
-        h_active = h[:size] if size < h.shape[0] else h
-        c_active = (c[:size] if size < c.shape[0] else c) if c is not None else None
-        h_new, c_new = _step(mode, inputs_proj[t], h_active, c_active, w_hh, b_hh, w_hr)
-        outputs[t] = h_new
-        h = _cat([h_new, h[size:]]) if size < h.shape[0] else h_new
-        if c is not None:
-            c = _cat([c_new, c[size:]]) if size < c.shape[0] else c_new
-    return outputs, h, c
 
 
 class RNNBase(Module):
@@ -112,7 +63,7 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
                           stacklevel=2)
-        gate_size = _GATES[mode] * hidden_size
+        gate_size = GATES[mode] * hidden_size
         self._flat_weights_names = []
         self._all_weights = []
         for layer in range(num_layers):
@@ -207,61 +158,16 @@ class RNNBase(Module):
             steps = None
         h0, c0 = self._initial_state(hx, batch, real_hidden, num_directions, is_lstm, unbatched, sorted_indices,
                                      input if not packed else data)
-        layer_input = steps if packed else input
-        final_h, final_c = [], []
-        # Whole-sequence LSTM layers run as one op (see _functional_rnn.py): ~3x fewer op calls, one weight-grad GEMM
-        fused = is_lstm and not packed and self.proj_size == 0
-        for layer in range(self.num_layers):
-            direction_outputs = []
-            for direction in range(num_directions):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
-                index = layer * num_directions + direction
-                if fused:
-                    projected = F.linear(layer_input, w_ih, b_ih)
-                    projected = projected + b_hh if b_hh is not None else projected
-                    output, h_last, c_last = lstm_layer(projected, h0[index], c0[index], w_hh, direction == 1)
-                    direction_outputs.append(output)
-                    final_h.append(h_last)
-                    final_c.append(c_last)
-                    continue
-                if packed:
-                    projected = F.linear(_cat(layer_input), w_ih, b_ih)
-                    proj_steps, offset = [], 0
-                    for size in batch_sizes_list:
-                        proj_steps.append(projected[offset:offset + size])
-                        offset += size
-                else:
-                    projected = F.linear(layer_input, w_ih, b_ih)
-                    proj_steps = list(projected.unbind(0))
-                c_init = c0[index] if is_lstm else None
-                outputs, h_last, c_last = _run_direction(self.mode, proj_steps, batch_sizes_list, h0[index], c_init,
-                                                         w_hh, b_hh, w_hr, reverse=direction == 1)
-                direction_outputs.append(outputs)
-                final_h.append(h_last)
-                if is_lstm:
-                    final_c.append(c_last)
-            if fused:
-                merged = _cat(direction_outputs, 2) if num_directions == 2 else direction_outputs[0]
-                if self.dropout and self.training and layer < self.num_layers - 1:
-                    merged = F.dropout(merged, self.dropout, True)
-                layer_input = merged
-                continue
-            if num_directions == 2:
-                merged = [_cat([a, b], 1) for a, b in zip(*direction_outputs)]
-            else:
-                merged = direction_outputs[0]
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                merged = [F.dropout(step, self.dropout, True) for step in merged]
-            layer_input = merged if packed else _stack(merged)
-        h_n = _stack(final_h)
-        c_n = _stack(final_c) if is_lstm else None
+        weights = [self._weights(layer, direction) for layer in range(self.num_layers)
+                   for direction in range(num_directions)]
+        output, h_n, c_n = rnn_layers(self.mode, steps if packed else input, batch_sizes_list, h0, c0, weights,
+                                      self.num_layers, self.bidirectional, self.dropout, self.training)
         if packed:
-            output = PackedSequence(_cat(layer_input), batch_sizes, sorted_indices, unsorted_indices)
+            output = PackedSequence(_cat(output), batch_sizes, sorted_indices, unsorted_indices)
             if unsorted_indices is not None:
                 h_n = h_n.index_select(1, unsorted_indices)
                 c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
         else:
-            output = layer_input
             if unbatched:
                 output = output.squeeze(1)
                 h_n = h_n.squeeze(1)
@@ -379,8 +285,8 @@ class RNNCell(RNNCellBase):
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        h, _ = _step(mode, F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh, self.bias_hh,
-                     None)
+        cell = rnn_tanh_cell if mode == "RNN_TANH" else rnn_relu_cell
+        h = cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return h.squeeze(0) if unbatched else h
 
 
@@ -390,7 +296,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx=None):
         input, (h, c), unbatched = self._prepare(input, hx, 2)
-        h, c = _step("LSTM", F.linear(input, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
+        h, c = lstm_cell(input, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         if unbatched:
             return h.squeeze(0), c.squeeze(0)
         return h, c
@@ -402,9 +308,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx=None) -> Tensor:
         input, hx, unbatched = self._prepare(input, hx, 1)
-        h, _ = _step("GRU", F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh, self.bias_hh,
-                     None)
+        h = gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return h.squeeze(0) if unbatched else h
-
-
-
