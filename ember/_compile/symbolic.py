@@ -183,9 +183,11 @@ def _map_values(structure, position):
     return structure
 
 
-def generalize(old: list, new: list, sizes: Sizes) -> None:
+def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False) -> None:
     """Annotate the new graph's values (symbolic_shape) and nodes (symbolic_params); NotGeneric if they differ
-    in any other way than the batch size."""
+    in any other way than the batch size.  `symbolic_args`: the caller binds batch-dependent int operands
+    itself (ember.export does); ember.compile's replay passes operands as captured, so for it they are
+    NotGeneric."""
     old_rows, old_output, old_mutations = old
     new_rows, new_output, new_mutations = new
     if len(old_rows) != len(new_rows):
@@ -198,7 +200,10 @@ def generalize(old: list, new: list, sizes: Sizes) -> None:
         where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
         if old_row[1:3] != new_row[1:3] or old_row[6:] != new_row[6:]:
             raise NotGeneric(f"{where}: a different op, external tensor or grad mode")
-        sizes.merge(old_row[3], new_row[3], f"{where} arguments")
+        if is_symbolic(sizes.merge(old_row[3], new_row[3], f"{where} arguments")) and not symbolic_args:
+            # an int operand that is the batch size (x * x.shape[0]): the replay passes args as captured, so
+            # such a graph would reuse one size's number for every size
+            raise NotGeneric(f"{where}: a Python number operand depends on the batch size")
         params = sizes.merge(old_row[4], new_row[4], f"{where} params")
         if is_symbolic(params):
             node.symbolic_params = params

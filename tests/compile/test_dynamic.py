@@ -65,6 +65,15 @@ def test_size_dependent_literal_falls_back_to_a_graph_per_size():
     assert compiled.dynamic_status.startswith("not size-generic"), compiled.dynamic_status
 
 
+def test_batch_size_as_an_int_operand_gets_a_graph_per_size():
+    """x * x.shape[0]: the int operand is the batch size; a size-generic graph would replay one size's number
+    (found by ember.export's tests: sizes 4 and 5 returned 3 * x)."""
+    compiled = ember.compile(lambda x: x * x.shape[0])
+    for n in (2, 3, 4, 5):
+        np.testing.assert_array_equal(compiled(ember.ones(n, 2)).numpy(), np.full((n, 2), n, np.float32))
+    assert "Python number operand depends on the batch size" in compiled.dynamic_status
+
+
 def test_dynamic_false_never_generalizes():
     compiled = ember.compile(lambda x: x.tanh() * 2, dynamic=False)
     for B in (2, 3, 4):
