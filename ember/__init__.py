@@ -98,7 +98,7 @@ from ._ops.random import (  # noqa: E402
     set_rng_state,
 )
 
-from . import backends, cpu, cuda  # noqa: E402
+from . import backends, cpu, cuda, export, onnx  # noqa: E402
 from ._runtime import (  # noqa: E402
     are_deterministic_algorithms_enabled,
     get_deterministic_debug_mode,
