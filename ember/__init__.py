@@ -25,6 +25,9 @@ from ._dtype import (
     int32,
     int64,
     promote_types,
+    qint8,
+    qint32,
+    quint8,
     set_default_dtype,
     uint8,
 )
@@ -78,6 +81,14 @@ preserve_format = memory_format("preserve_format")
 channels_last = memory_format("channels_last")
 
 _ops.install(globals())
+from ._ops.quantized import (  # noqa: E402 - torch's quantization schemes
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qscheme,
+)
 _operators.install()
 from . import linalg  # noqa: E402
 
@@ -123,6 +134,7 @@ from . import distributions  # noqa: E402 - torch.distributions (ember/distribut
 from . import special  # noqa: E402
 from .func import vmap  # noqa: E402 - torch.vmap (ember/func/_vmap.py)
 from . import fft  # noqa: E402
+from . import ao, quantization  # noqa: E402 - torch.ao.quantization and its old name (docs/quantization.md)
 from .amp.autocast_mode import (  # noqa: E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,
     is_autocast_available, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,

@@ -164,6 +164,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
                 a._refresh_view()
             if a._requires_grad:
                 needs_grad = True
+            if a._dtype.category < 0:
+                raise _quantized_error(op)
     if device is None:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument, got {[type(a).__name__ for a in args]}")
     if TRACE:
@@ -206,6 +208,8 @@ def _write_in_place(op, args, params) -> bool:
     target = inplace_target
     inplace_target = None  # only the function's first op call may write into the target
     if op.out_impl is None or args[0] is not target or tracer is not None or autocast is not None:
+        return False
+    if target._dtype.category < 0:  # quantized: the general path raises (NOTE [ Quantized dtypes ] in _dtype.py)
         return False
     out = target._data
     if type(out) is not np.ndarray or not out.flags.writeable:
@@ -252,6 +256,15 @@ def _write_in_place(op, args, params) -> bool:
     target._storage.version += 1
     inplace_written = True
     return True
+
+
+def _quantized_error(op) -> NotImplementedError:
+    """torch's error for an op without a QuantizedCPU kernel (NOTE [ Quantized dtypes ] in _dtype.py)."""
+    return NotImplementedError(
+        f"Could not run 'aten::{op.name}' with arguments from the 'QuantizedCPU' backend. This could be because "
+        "the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
+        "(if using custom build)."
+    )
 
 
 def _broadcasts_to(shape, target_shape) -> bool:

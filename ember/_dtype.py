@@ -34,10 +34,10 @@ class dtype:
         self.name = name
         self.np_dtype = np.dtype(np_dtype)
         self.itemsize = self.np_dtype.itemsize
-        self.category = category  # 0 bool, 1 integral, 2 floating, 3 complex
+        self.category = category  # 0 bool, 1 integral, 2 floating, 3 complex, -1 quantized
         self.is_floating_point = category == 2
         self.is_complex = category == 3
-        self.is_signed = name not in ("bool", "uint8")
+        self.is_signed = name not in ("bool", "uint8", "quint8")
         self._rank = rank
 
     def __repr__(self) -> str:
@@ -67,8 +67,18 @@ complex64 = dtype("complex64", np.complex64, 3, 10)
 complex128 = dtype("complex128", np.complex128, 3, 11)
 
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES}
+
+# NOTE [ Quantized dtypes ]
+# torch's quantized element types hold an integer representation plus quantization parameters kept on the
+# tensor (ember/_ops/quantized.py).  They sit in their own category, -1, outside ALL_DTYPES: they never enter the
+# promotion tables or the NumPy-dtype lookup (their arrays are plain int8/uint8/int32), and dispatch refuses every
+# registry op on them (ember/_dispatch.py), as torch's QuantizedCPU backend has no kernel for ordinary ops.
+qint8 = dtype("qint8", np.int8, -1, -1)
+quint8 = dtype("quint8", np.uint8, -1, -1)
+qint32 = dtype("qint32", np.int32, -1, -1)
+QUANTIZED_DTYPES = (qint8, quint8, qint32)
+_BY_NAME = {d.name: d for d in ALL_DTYPES + QUANTIZED_DTYPES}
 
 # torch's aliases, exported from ember/__init__.py
 ALIASES = {
@@ -143,7 +153,13 @@ _PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """The smallest dtype to which both may be cast (torch.promote_types)."""
-    return _PROMOTE[(type1, type2)]
+    try:
+        return _PROMOTE[(type1, type2)]
+    except KeyError:
+        if type1.category < 0 or type2.category < 0:  # NOTE [ Quantized dtypes ]
+            raise RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out what the "
+                               f"correct rules should be, offending types: {type1.name} {type2.name}") from None
+        raise
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:

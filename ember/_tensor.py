@@ -31,6 +31,7 @@ SCALAR_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
     "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
     "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "qint8": "QInt8", "quint8": "QUInt8", "qint32": "QInt32",
 }
 
 
@@ -105,6 +106,7 @@ class Tensor:
     _leaf_hooks = None
     _retains_grad = False
     _is_param = False
+    _qparams = None  # quantization parameters of a quantized tensor (ember/_ops/quantized.py)
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -228,7 +230,7 @@ class Tensor:
 
     @property
     def is_quantized(self) -> bool:
-        return False
+        return self._dtype.category < 0  # NOTE [ Quantized dtypes ] in _dtype.py
 
     def get_device(self) -> int:
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
@@ -372,6 +374,8 @@ class Tensor:
         self._dtype = value._dtype
         self._device = value._device
         self._storage = value._storage
+        if value._qparams is not None or self._qparams is not None:
+            self._qparams = value._qparams
 
     def _edge(self):
         """The (node, output_nr) that gradients for this tensor flow into."""
@@ -406,6 +410,8 @@ class Tensor:
     def detach(self) -> Tensor:
         """A tensor sharing this one's data and version counter, outside the graph."""
         out = Tensor._make(self._data, self._dtype, self._device, self._storage)
+        if self._qparams is not None:  # a quantized tensor stays quantized (NOTE [ Quantized dtypes ])
+            out._qparams = self._qparams
         return out
 
     def detach_(self) -> Tensor:
@@ -532,6 +538,8 @@ class Tensor:
         self._check_data("item")
         if _dispatch.tracer is not None:  # ember.compile: a tensor's value read into Python
             _dispatch.tracer.graph_break("Tensor.item(): a tensor value read into Python", self)
+        if self._qparams is not None:  # torch reads a quantized tensor's item as its dequantized value
+            return float(self.dequantize()._data.reshape(()))
         value = self._data.reshape(()).item() if self._dtype is not dt.bfloat16 else float(self._data.reshape(()))
         return _python_scalar(value, self._dtype)
 
@@ -568,6 +576,10 @@ class Tensor:
             if what == "item":
                 raise RuntimeError("Tensor.item() cannot be called on meta tensors")
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        if self._dtype.category < 0 and what != "item":  # NOTE [ Quantized dtypes ]: no raw values leave
+            if what == "tolist":
+                raise RuntimeError("load_scalar: invalid type")
+            raise TypeError(f"Got unsupported ScalarType {SCALAR_NAMES[self._dtype.name]}")
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
@@ -615,6 +627,10 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None) -> str:
         from ._tensor_str import tensor_repr
 
+        if self._qparams is not None:
+            from ._ops.quantized import quantized_repr
+
+            return quantized_repr(self)
         grad_fn = self.grad_fn
         values = None if isinstance(self._data, MetaArray) else to_host(self._data)
         # torch prints a Parameter as "Parameter containing:\n" + the tensor's own repr (indented as a tensor)
@@ -651,6 +667,8 @@ class Tensor:
             return memo[id(self)]
         data = self._data if isinstance(self._data, MetaArray) else self._data.copy()
         out = Tensor._make(data, self._dtype, self._device)
+        if self._qparams is not None:
+            out._qparams = self._qparams
         if type(self) is not Tensor:
             out = out._make_subclass_of(type(self), self._requires_grad)
         out._requires_grad = self._requires_grad
@@ -666,17 +684,22 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         data = self._data if isinstance(self._data, MetaArray) else np.ascontiguousarray(to_host(self._data))
-        return (_rebuild_tensor, (data, self._dtype.name, str(self._device), self._requires_grad, type(self)))
+        args = (data, self._dtype.name, str(self._device), self._requires_grad, type(self))
+        if self._qparams is not None:
+            args += (self._qparams,)
+        return (_rebuild_tensor, args)
 
     def __setstate__(self, state_dict) -> None:
         pass
 
 
-def _rebuild_tensor(data, dtype_name, device, requires_grad, cls=None):
+def _rebuild_tensor(data, dtype_name, device, requires_grad, cls=None, qparams=None):
     device = as_device(device)
     if device.type == "cuda":  # pickled as host values; they go back to the device
         data = to_device(data, device)
     tensor = Tensor._make(data, dt._dtype_by_name(dtype_name), device)
+    if qparams is not None:
+        tensor._qparams = qparams
     if cls is not None and cls is not Tensor:
         return tensor._make_subclass_of(cls, requires_grad)
     tensor._requires_grad = requires_grad

@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     nn_aliases_extra,
     nn_ops,
     numerical,
+    quantized,
     random,
     random_gamma,
     reduction,

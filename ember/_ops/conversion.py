@@ -55,6 +55,9 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     if device.type == "cuda" and device.index is None:
         device = as_device("cuda:0")
     dtype = dtype or self._dtype
+    if dtype.category < 0 and dtype is not self._dtype:  # NOTE [ Quantized dtypes ]: quantize explicitly
+        raise RuntimeError("empty_strided not supported on quantized tensors yet see "
+                           "https://github.com/pytorch/pytorch/issues/74540")
     if device == self._device and dtype is self._dtype:
         return call(_CLONE, (self,)) if copy else self
     result = self if dtype is self._dtype else call(_TO_COPY, (self,), {"dtype": dtype})
@@ -149,6 +152,8 @@ def type_(self: Tensor, dtype=None, non_blocking: bool = False):
     from .._tensor import SCALAR_NAMES
 
     if dtype is None:
+        if self._dtype.category < 0:
+            return f"torch.quantized.{SCALAR_NAMES[self._dtype.name]}Tensor"
         return f"torch.{SCALAR_NAMES[self._dtype.name]}Tensor"
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")

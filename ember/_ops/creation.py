@@ -24,7 +24,15 @@ from .._tensor import SCALAR_NAMES, Storage, Tensor
 from ._api import export
 
 
+def _refuse_quantized(dtype: dt.dtype) -> None:
+    """NOTE [ Quantized dtypes ] (ember/_dtype.py): only quantize_per_tensor / quantize_per_channel make them."""
+    if dtype.category < 0:
+        raise RuntimeError(f"ember cannot create a {dtype} tensor this way; use ember.quantize_per_tensor or "
+                           "ember.quantize_per_channel")
+
+
 def _finish(array, dtype, device, requires_grad: bool) -> Tensor:
+    _refuse_quantized(dtype)
     device = as_device(device)
     if device.type == "meta":
         array = MetaArray(np.shape(array), dtype.np_dtype)
@@ -76,8 +84,10 @@ def _is_size_int(value) -> bool:
 def _factory_dtype(dtype, out, default=None) -> dt.dtype:
     """An explicit dtype, else out's dtype, else the default (the default float dtype if not given)."""
     if dtype is not None:
+        _refuse_quantized(dtype)
         return dtype
     if out is not None:
+        _refuse_quantized(out._dtype)
         return out._dtype
     return default or dt.get_default_dtype()
 
@@ -333,6 +343,7 @@ def cast_fill_value(value, dtype: dt.dtype):
     to -max, which wrap); float32/float64 reject finite values beyond their range (half types round to inf);
     non-complex types reject a non-zero imaginary part.
     """
+    _refuse_quantized(dtype)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
@@ -478,6 +489,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     if len(stride) != len(size):
         raise RuntimeError("mismatch in length of strides and shape")
     dtype = dtype or dt.get_default_dtype()
+    _refuse_quantized(dtype)
     device = as_device(device)
     itemsize = dtype.itemsize
     if device.type == "meta":

@@ -30,6 +30,7 @@ from .. import _dtype as dt
 from .._backends import MetaArray
 from .._device import CPU, as_device
 from .._device import device as Device
+from .._ops import quantized as _quantized
 from .._tensor import SCALAR_NAMES, Size, Storage, Tensor
 
 
@@ -58,8 +59,11 @@ TORCH_TENSOR = TorchGlobal("torch", "Tensor")
 TORCH_SIZE = TorchGlobal("torch", "Size")
 TORCH_DEVICE = TorchGlobal("torch", "device")
 GET_LAYOUT = TorchGlobal("torch.serialization", "_get_layout")
-STORAGE_TYPES = {dtype: TorchGlobal("torch", f"{SCALAR_NAMES[dtype.name]}Storage") for dtype in dt.ALL_DTYPES}
-DTYPE_GLOBALS = {dtype: TorchGlobal("torch", dtype.name) for dtype in dt.ALL_DTYPES}
+REBUILD_QTENSOR = TorchGlobal("torch._utils", "_rebuild_qtensor")
+_SAVED_DTYPES = dt.ALL_DTYPES + dt.QUANTIZED_DTYPES
+STORAGE_TYPES = {dtype: TorchGlobal("torch", f"{SCALAR_NAMES[dtype.name]}Storage") for dtype in _SAVED_DTYPES}
+DTYPE_GLOBALS = {dtype: TorchGlobal("torch", dtype.name) for dtype in _SAVED_DTYPES}
+QSCHEME_GLOBALS = {scheme: TorchGlobal("torch", name) for name, scheme in _quantized._QSCHEMES.items()}
 
 
 # ---------------------------------------------------------------- saving
@@ -201,6 +205,10 @@ class TorchPickler(pickle._Pickler):
             stride = tuple(tensor.stride())
             return REBUILD_META, (tensor._dtype, tuple(tensor.shape), stride, tensor.requires_grad)
         ref, offset, stride = self.storages.locate(tensor)
+        if tensor._qparams is not None:  # torch's quantized form: the integers' storage plus the quantizer
+            shape = tuple(int(n) for n in tensor._data.shape)
+            return REBUILD_QTENSOR, (ref, offset, shape, stride, _quantizer_params(tensor._qparams),
+                                     tensor.requires_grad, collections.OrderedDict())
         args = (
             ref,
             offset,
@@ -220,8 +228,19 @@ class TorchPickler(pickle._Pickler):
     def save_dtype(self, obj: dt.dtype) -> None:
         self.save(DTYPE_GLOBALS[obj])
 
+    def save_qscheme(self, obj) -> None:
+        self.save(QSCHEME_GLOBALS[obj])
+
     dispatch[TorchGlobal] = save_torch_global
     dispatch[dt.dtype] = save_dtype
+    dispatch[_quantized.qscheme] = save_qscheme
+
+
+def _quantizer_params(qparams) -> tuple:
+    """torch's quantizer_params tuple: (scheme, scale, zero_point) or (scheme, scales, zero_points, axis)."""
+    if qparams.axis is None:
+        return (qparams.scheme, qparams.scale, qparams.zero_point)
+    return (qparams.scheme, qparams.scale, qparams.zero_point, qparams.axis)
 
 
 # ---------------------------------------------------------------- loading: ember's rebuild functions
@@ -329,6 +348,26 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks)
 
 
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad, backward_hooks):
+    """torch._utils._rebuild_qtensor: the integer tensor over its storage, with its quantization parameters."""
+    tensor = _rebuild_tensor(storage, storage_offset, size, stride)
+    if tensor._dtype.category >= 0:
+        raise ValueError(f"a quantized tensor needs a quantized storage, got {tensor._dtype}")
+    scheme = quantizer_params[0]
+    if scheme is _quantized.per_tensor_affine:
+        qparams = _quantized.QParams(scheme, float(quantizer_params[1]), int(quantizer_params[2]))
+    elif scheme is _quantized.per_channel_affine:
+        scales, zero_points, axis = quantizer_params[1:]
+        if not (isinstance(scales, Tensor) and isinstance(zero_points, Tensor)):
+            raise TypeError("per-channel quantizer parameters must be tensors")
+        qparams = _quantized.QParams(scheme, scales.to(dt.float64), zero_points.to(dt.int64), int(axis))
+    else:
+        raise RuntimeError(f"ember cannot load a quantized tensor with qscheme {scheme}")
+    tensor._qparams = qparams
+    tensor._requires_grad = bool(requires_grad)
+    return tensor
+
+
 def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
     if not isinstance(dtype, dt.dtype):
         raise TypeError(f"expected a dtype, got {type(dtype).__name__}")
@@ -426,12 +465,15 @@ def _torch_allowed_globals() -> dict:
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
         "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+        "torch._utils._rebuild_qtensor": _rebuild_qtensor,
         "torch.storage.UntypedStorage": StorageType(dt.uint8),
         "torch.UntypedStorage": StorageType(dt.uint8),
     }
-    for dtype in dt.ALL_DTYPES:
+    for dtype in _SAVED_DTYPES:
         allowed[f"torch.{dtype.name}"] = dtype
         allowed[f"torch.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
+    for name, scheme in _quantized._QSCHEMES.items():
+        allowed[f"torch.{name}"] = scheme
     return allowed
 
 
@@ -449,9 +491,6 @@ _TORCH_ONLY_DTYPES = {
     "float8_e8m0fnu",
     "float4_e2m1fn_x2",
     "complex32",
-    "qint8",
-    "quint8",
-    "qint32",
     "quint4x2",
     "quint2x4",
     "bits8",

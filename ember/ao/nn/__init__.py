@@ -1,0 +1,3 @@
+"""torch.ao.nn: quantized module families."""
+
+from . import quantized  # noqa: F401

@@ -1,0 +1,22 @@
+"""torch.ao.quantization: observers, qconfigs and quantize_dynamic (see docs/quantization.md)."""
+
+from .observer import (  # noqa: F401
+    MinMaxObserver,
+    ObserverBase,
+    PerChannelMinMaxObserver,
+    PlaceholderObserver,
+    UniformQuantizationObserverBase,
+    default_dynamic_quant_observer,
+    default_float_qparams_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_placeholder_observer,
+    default_weight_observer,
+)
+from .qconfig import QConfig, default_dynamic_qconfig, default_qconfig, float_qparams_weight_only_qconfig  # noqa: F401
+from .quantize import (  # noqa: F401
+    convert,
+    get_default_dynamic_quant_module_mappings,
+    propagate_qconfig_,
+    quantize_dynamic,
+)
