@@ -62,7 +62,8 @@ class OpDef:
     """
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
-                 "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot")
+                 "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
+                 "quantized")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -84,6 +85,9 @@ class OpDef:
         # params -> params for the backward node: copies of arrays the params share with tensors the caller
         # may still write (an index key built from a mask tensor), so backward sees the forward's values
         self.snapshot = None
+        # runs on per-tensor quantized tensors (a view or copy of the integers; the result keeps the qparams),
+        # as torch's QuantizedCPU kernels for movement ops do (NOTE [ Quantized dtypes ] in _dtype.py)
+        self.quantized = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -165,7 +169,9 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
             if a._requires_grad:
                 needs_grad = True
             if a._dtype.category < 0:
-                raise _quantized_error(op)
+                if not (op.quantized and len(args) == 1 and a._qparams.scheme.name.startswith("per_tensor")):
+                    raise _quantized_error(op)
+                return _call_quantized(op, a, params)
     if device is None:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument, got {[type(a).__name__ for a in args]}")
     if TRACE:
@@ -256,6 +262,19 @@ def _write_in_place(op, args, params) -> bool:
     target._storage.version += 1
     inplace_written = True
     return True
+
+
+def _call_quantized(op, tensor, params):
+    """A movement op on a per-tensor quantized tensor: the op on its integer array; the result (a view when the
+    op makes one) keeps the tensor's dtype and quantization parameters.  No autograd: torch's quantized tensors
+    do not require grad."""
+    if tracer is not None:  # ember.compile does not capture quantized tensors
+        tracer.graph_break("an op on a quantized tensor", tensor)
+    xp = device_module(tensor._device)
+    array = op.impl(xp, tensor._data, **params) if params else op.impl(xp, tensor._data)
+    result = _wrap(op, array, tensor._dtype, tensor._device, (tensor,))
+    result._qparams = tensor._qparams
+    return result
 
 
 def _quantized_error(op) -> NotImplementedError:

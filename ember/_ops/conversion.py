@@ -29,6 +29,7 @@ _TO_COPY = OpDef("_to_copy", _cast_impl, _to_backward, dtype_rule=_cast_rule, up
                  meta=lambda args, p: args[0].shape, grad_name="ToCopyBackward0")
 _CLONE = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
                meta=lambda args, p: args[0].shape)
+_CLONE.quantized = True  # clone / contiguous of a quantized tensor copy its integers and qparams
 
 
 def _parse_to(args, kwargs):

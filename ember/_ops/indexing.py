@@ -38,6 +38,7 @@ from .views import selecting_view
 
 
 _BASIC_INDEX = selecting_view("slice", lambda xp, a, key: a[key], grad_name="SliceBackward0")
+_BASIC_INDEX.quantized = True  # x[1:, 0] on a quantized tensor is a view of its integers (torch's too)
 
 
 def _index_impl(xp, a, key):

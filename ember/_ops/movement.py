@@ -371,6 +371,7 @@ def _check_repeats_tensor(repeats: Tensor) -> None:
 _FLIP = OpDef("flip", lambda xp, a, dims: xp.flip(a, dims).copy() if dims and a.ndim else a.copy(),
               lambda ctx, g: flip(g, ctx.params["dims"]), dtype_rule=keep, upcast_half=False,
               meta=lambda args, p: args[0].shape)
+_FLIP.quantized = True  # torch flips quantized tensors too (their integers, same qparams)
 
 
 @export(method=False)

@@ -445,6 +445,11 @@ def selecting_view(name, impl, meta=None, grad_name=None):
 
 _SLICE = selecting_view("slice", lambda xp, a, key: a[key], grad_name="SliceBackward0")
 _SELECT = selecting_view("select", lambda xp, a, key: a[key], grad_name="SelectBackward0")
+# movement ops torch also runs on (per-tensor) quantized tensors: NOTE [ Quantized dtypes ] in _dtype.py
+for _op in (_VIEW, _RESHAPE_VIEW, _RESHAPE_COPY, _SQUEEZE, _UNSQUEEZE, _PERMUTE, _TRANSPOSE, _T, _EXPAND, _SLICE,
+            _SELECT):
+    _op.quantized = True
+del _op
 
 
 def view_key(key: tuple) -> tuple:

@@ -356,3 +356,42 @@ def test_torch_quantized_state_dict_loads_into_ember():
     own = ember.ao.quantization.quantize_dynamic(model_e)
     x = np.random.default_rng(7).standard_normal((4, 32)).astype(np.float32)
     np.testing.assert_array_equal(target(ember.tensor(x)).numpy(), own(ember.tensor(x)).numpy())
+
+
+_MOVEMENT = [
+    ("view", lambda t: t.view(6, 4)), ("reshape", lambda t: t.reshape(4, 6)),
+    ("reshape of a transpose", lambda t: t.transpose(0, 1).reshape(-1)), ("permute", lambda t: t.permute(2, 0, 1)),
+    ("transpose", lambda t: t.transpose(0, 1)), ("t", lambda t: t[0].t()), ("slice", lambda t: t[:, 1:, ::2]),
+    ("select", lambda t: t[1]), ("squeeze", lambda t: t.unsqueeze(0).squeeze(0)),
+    ("expand", lambda t: t[:, :1].expand(2, 3, 4)), ("clone", lambda t: t.clone()),
+    ("contiguous", lambda t: t.transpose(0, 1).contiguous()), ("flatten", lambda t: t.flatten()),
+    ("flip", lambda t: t.flip(0)),
+]
+
+
+@pytest.mark.parametrize("name, fn", _MOVEMENT, ids=[m[0] for m in _MOVEMENT])
+def test_movement_ops_on_per_tensor_quantized_tensors(name, fn):
+    """The movement ops torch's QuantizedCPU backend runs: same integers, dtype and quantization parameters."""
+    values = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32)
+    ours = fn(ember.quantize_per_tensor(ember.from_numpy(values), 0.1, 3, ember.quint8))
+    theirs = fn(torch.quantize_per_tensor(torch.from_numpy(values), 0.1, 3, torch.quint8))
+    assert ours.is_quantized and ours.dtype == ember.quint8 and tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.int_repr().numpy(), theirs.int_repr().numpy())
+    assert ours.q_scale() == theirs.q_scale() and ours.q_zero_point() == theirs.q_zero_point()
+
+
+def test_views_of_quantized_tensors_share_their_integers():
+    q = ember.quantize_per_tensor(ember.randn(3, 4), 0.05, 0, ember.qint8)
+    view = q[1:]
+    assert view._base is q and np.shares_memory(view._data, q._data)
+    assert not np.shares_memory(q.clone()._data, q._data)
+
+
+def test_arithmetic_and_per_channel_movement_still_refused():
+    q = ember.quantize_per_tensor(ember.randn(3, 4), 0.05, 0, ember.qint8)
+    with pytest.raises(NotImplementedError, match="QuantizedCPU"):
+        q + q
+    per_channel = ember.quantize_per_channel(ember.randn(2, 3), ember.tensor([0.1, 0.2], dtype=ember.float64),
+                                             ember.tensor([0, 1]), 0, ember.qint8)
+    with pytest.raises(NotImplementedError, match="QuantizedCPU"):  # torch views these; ember does not yet
+        per_channel.view(6)
