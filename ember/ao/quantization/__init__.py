@@ -1,4 +1,5 @@
-"""torch.ao.quantization: observers, qconfigs and quantize_dynamic (see docs/quantization.md)."""
+"""torch.ao.quantization: observers, qconfigs, stubs, static prepare/convert and quantize_dynamic
+(see docs/quantization.md)."""
 
 from .observer import (  # noqa: F401
     MinMaxObserver,
@@ -13,10 +14,21 @@ from .observer import (  # noqa: F401
     default_placeholder_observer,
     default_weight_observer,
 )
-from .qconfig import QConfig, default_dynamic_qconfig, default_qconfig, float_qparams_weight_only_qconfig  # noqa: F401
+from .qconfig import (  # noqa: F401
+    QConfig,
+    default_dynamic_qconfig,
+    default_per_channel_qconfig,
+    default_qconfig,
+    float_qparams_weight_only_qconfig,
+)
 from .quantize import (  # noqa: F401
     convert,
     get_default_dynamic_quant_module_mappings,
+    get_default_qconfig_propagation_list,
+    get_default_static_quant_module_mappings,
+    prepare,
     propagate_qconfig_,
+    quantize,
     quantize_dynamic,
 )
+from .stubs import DeQuantStub, QuantStub, QuantWrapper  # noqa: F401

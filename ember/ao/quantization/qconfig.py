@@ -8,11 +8,15 @@ from .observer import (
     default_dynamic_quant_observer,
     default_float_qparams_observer,
     default_observer,
+    default_per_channel_weight_observer,
     default_placeholder_observer,
     default_weight_observer,
 )
 
-__all__ = ["QConfig", "default_qconfig", "default_dynamic_qconfig", "float_qparams_weight_only_qconfig"]
+__all__ = [
+    "QConfig", "default_qconfig", "default_per_channel_qconfig", "default_dynamic_qconfig",
+    "float_qparams_weight_only_qconfig",
+]
 
 
 class QConfig(namedtuple("QConfig", ["activation", "weight"])):
@@ -33,3 +37,4 @@ default_qconfig = QConfig(activation=default_observer, weight=default_weight_obs
 default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer, weight=default_weight_observer)
 float_qparams_weight_only_qconfig = QConfig(activation=default_placeholder_observer,
                                             weight=default_float_qparams_observer)
+default_per_channel_qconfig = QConfig(activation=default_observer, weight=default_per_channel_weight_observer)

@@ -1,18 +1,41 @@
-"""quantize_dynamic (torch.ao.quantization.quantize): swap float modules for dynamically quantized ones."""
+"""Eager-mode quantization flows (torch.ao.quantization.quantize): static prepare / convert / quantize and
+quantize_dynamic.  Modules are swapped by type through a mapping, as in torch; see docs/quantization.md."""
 
 from __future__ import annotations
 
 import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 import ember as torch
 
 from ... import nn
+from ..nn import quantized as nnq
 from ..nn.quantized import dynamic as nnqd
 from .qconfig import QConfig, default_dynamic_qconfig
+from .stubs import DeQuantStub, QuantStub
 
-__all__ = ["quantize_dynamic", "get_default_dynamic_quant_module_mappings", "propagate_qconfig_", "convert"]
+__all__ = [
+    "quantize_dynamic", "get_default_dynamic_quant_module_mappings", "get_default_static_quant_module_mappings",
+    "get_default_qconfig_propagation_list", "propagate_qconfig_", "prepare", "convert", "quantize",
+]
 
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {nn.Linear: nnqd.Linear}
+
+# torch's static mapping, restricted to what ember has.  nn.ReLU is ember's addition: torch leaves it float
+# because torch.relu runs on quantized tensors, which ember's dispatcher refuses (nnq.ReLU's docstring).
+DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
+    QuantStub: nnq.Quantize,
+    DeQuantStub: nnq.DeQuantize,
+    nn.Linear: nnq.Linear,
+    nn.Conv2d: nnq.Conv2d,
+    nn.ReLU: nnq.ReLU,
+}
+
+# the modules whose output prepare observes: torch's static mapping keys (ReLU is not one: its output keeps
+# its input's scale and zero point)
+_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -20,34 +43,88 @@ def get_default_dynamic_quant_module_mappings() -> dict:
     return dict(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS)
 
 
+def get_default_static_quant_module_mappings() -> dict:
+    """Float module class -> statically quantized class: QuantStub, DeQuantStub, Linear, Conv2d, ReLU."""
+    return dict(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """The module types that prepare may give an output observer."""
+    return set(_OBSERVED_MODULES) | set(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS) | {nn.Sequential}
+
+
 def propagate_qconfig_(module: nn.Module, qconfig_dict: dict | None = None, prefix: str = "",
                        parent_qconfig: QConfig | None = None) -> None:
-    """Give each submodule a `qconfig`: by its type, then by its qualified name, else its parent's."""
+    """Give each submodule a `qconfig`: its own if set, else by qualified name, else by type, else its
+    parent's (torch's precedence)."""
     qconfig_dict = qconfig_dict or {}
     qconfig = qconfig_dict.get(type(module), parent_qconfig)
     qconfig = qconfig_dict.get(prefix, qconfig)
+    qconfig = getattr(module, "qconfig", qconfig)
     module.qconfig = qconfig
     for name, child in module.named_children():
         propagate_qconfig_(child, qconfig_dict, prefix + ("." if prefix else "") + name, qconfig)
 
 
-def convert(module: nn.Module, mapping: dict | None = None, inplace: bool = False) -> nn.Module:
-    """Replace every submodule with a qconfig whose type is in `mapping` by mapping[type].from_float."""
+def _observer_forward_hook(self: nn.Module, input: Any, output: Any) -> Any:
+    """Runs the module's output through its activation observer."""
+    return self.activation_post_process(output)
+
+
+def _add_observer_(module: nn.Module, propagation_list: set) -> None:
+    """Attach `activation_post_process` (the qconfig's activation observer) to every leaf module of an
+    observed type, and a forward hook that feeds it the module's output.  DeQuantStub gets none."""
+    for child in module.children():
+        _add_observer_(child, propagation_list)
+    is_leaf = not any(True for _ in module.children())
+    qconfig = getattr(module, "qconfig", None)
+    if (is_leaf and type(module) in propagation_list and qconfig is not None
+            and not isinstance(module, (DeQuantStub, nn.Sequential))):
+        module.add_module("activation_post_process", qconfig.activation())
+        module.register_forward_hook(_observer_forward_hook)
+
+
+def prepare(model: nn.Module, inplace: bool = False, allow_list: set | None = None,
+            observer_non_leaf_module_list=None, prepare_custom_config_dict=None) -> nn.Module:
+    """Propagate `qconfig` through `model` and attach observers for calibration (static quantization).
+
+    Run calibration data through the result, then `convert` it."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagation_list = allow_list if allow_list is not None else get_default_qconfig_propagation_list()
+    propagate_qconfig_(model)
+    if not any(getattr(m, "qconfig", None) for m in model.modules()):
+        warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct configuration "
+                      "through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules",
+                      stacklevel=2)
+    _add_observer_(model, propagation_list)
+    return model
+
+
+def convert(module: nn.Module, mapping: dict | None = None, inplace: bool = False,
+            remove_qconfig: bool = True, is_reference: bool = False, convert_custom_config_dict=None,
+            use_precomputed_fake_quant: bool = False) -> nn.Module:
+    """Replace every submodule with a qconfig whose type is in `mapping` by mapping[type].from_float
+    (default: the static mapping), then drop qconfigs and leftover observers."""
+    if is_reference:
+        raise NotImplementedError("ember has no reference quantized modules (is_reference=True)")
     if mapping is None:
-        mapping = get_default_dynamic_quant_module_mappings()
+        mapping = get_default_static_quant_module_mappings()
     if not inplace:
         module = copy.deepcopy(module)
     _convert(module, mapping)
-    _remove_qconfig(module)
+    if remove_qconfig:
+        _remove_qconfig(module)
     return module
 
 
 def _convert(module: nn.Module, mapping: dict) -> None:
     for name, child in list(module.named_children()):
+        if name == "activation_post_process":
+            continue
+        _convert(child, mapping)
         if type(child) in mapping and getattr(child, "qconfig", None) is not None:
             setattr(module, name, mapping[type(child)].from_float(child))
-        else:
-            _convert(child, mapping)
 
 
 def _remove_qconfig(module: nn.Module) -> None:
@@ -55,6 +132,26 @@ def _remove_qconfig(module: nn.Module) -> None:
         _remove_qconfig(child)
     if "qconfig" in module.__dict__:
         del module.qconfig
+    if "activation_post_process" in module._modules:
+        del module._modules["activation_post_process"]
+        for key, hook in list(module._forward_hooks.items()):
+            if hook is _observer_forward_hook:
+                del module._forward_hooks[key]
+
+
+def quantize(model: nn.Module, run_fn: Callable, run_args: Any, mapping: dict | None = None,
+             inplace: bool = False) -> nn.Module:
+    """Static post-training quantization in one call: prepare, run_fn(model, *run_args) to calibrate,
+    convert."""
+    if mapping is None:
+        mapping = get_default_static_quant_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    prepare(model, inplace=True)
+    run_fn(model, *run_args)
+    convert(model, mapping, inplace=True)
+    return model
 
 
 def quantize_dynamic(model: nn.Module, qconfig_spec=None, dtype=torch.qint8, mapping: dict | None = None,

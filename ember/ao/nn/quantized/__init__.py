@@ -1,4 +1,4 @@
-"""torch.ao.nn.quantized: quantized modules (only the dynamic Linear exists in ember)."""
+"""torch.ao.nn.quantized: static quantized modules (Linear, Conv2d, ReLU, Quantize, DeQuantize) and dynamic."""
 
 from . import dynamic, modules  # noqa: F401
-from .modules import LinearPackedParams  # noqa: F401
+from .modules import Conv2d, DeQuantize, Linear, LinearPackedParams, Quantize, ReLU  # noqa: F401

@@ -1,5 +1,8 @@
-"""torch.ao.nn.quantized.modules: the packed-parameter holder shared by quantized linear modules."""
+"""torch.ao.nn.quantized.modules: statically quantized modules and the packed-parameter holder."""
 
-from .linear import LinearPackedParams
+from .activation import ReLU
+from .conv import Conv2d
+from .linear import Linear, LinearPackedParams
+from .quantize import DeQuantize, Quantize
 
-__all__ = ["LinearPackedParams"]
+__all__ = ["Conv2d", "DeQuantize", "Linear", "LinearPackedParams", "Quantize", "ReLU"]

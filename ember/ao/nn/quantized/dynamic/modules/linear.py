@@ -11,25 +11,19 @@ from ember import nn
 from ember._ops.quantized import linear_dynamic
 from ember._tensor import Tensor
 
-from ...modules.linear import LinearPackedParams
+from ...modules import linear as nnq
+from ...modules.linear import quantize_weight
 
 
-class Linear(nn.Module):
-    """Dynamically quantized Linear: y = dequant(quant(x) @ qweight.T) + bias."""
+class Linear(nnq.Linear):
+    """Dynamically quantized Linear: y = dequant(quant(x) @ qweight.T) + bias (torch's nnqd.Linear, a subclass
+    of the static nnq.Linear: same packed params, state dict and weight accessors)."""
 
     _version = 4
     _FLOAT_MODULE = nn.Linear
 
     def __init__(self, in_features: int, out_features: int, bias_: bool = True, dtype=torch.qint8) -> None:
-        super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
-        bias = torch.zeros(out_features) if bias_ else None
-        weight = torch.quantize_per_tensor(torch.zeros(out_features, in_features), 1.0, 0, torch.qint8)
-        self._packed_params = LinearPackedParams(dtype)
-        self._packed_params.set_weight_bias(weight, bias)
-        self.scale = 1.0
-        self.zero_point = 0
+        super().__init__(in_features, out_features, bias_, dtype)
         self.version = 4
 
     def forward(self, x: Tensor) -> Tensor:
@@ -39,10 +33,6 @@ class Linear(nn.Module):
         reduce_range = not (self.version is None or self.version < 4)
         return linear_dynamic(x, weight, bias, reduce_range=reduce_range).to(x.dtype)
 
-    def __repr__(self) -> str:
-        # torch hides the packed-params child: one line, name and extra_repr
-        return f"{self._get_name()}({self.extra_repr()})"
-
     def _get_name(self) -> str:
         return "DynamicQuantizedLinear"
 
@@ -51,29 +41,6 @@ class Linear(nn.Module):
         if self._packed_params.dtype == torch.qint8:
             text += f", qscheme={self.weight().qscheme()}"
         return text
-
-    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = torch.tensor(self.scale)
-        destination[prefix + "zero_point"] = torch.tensor(self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
-
-    def weight(self) -> Tensor:
-        """The quantized weight."""
-        return self._packed_params._weight_bias()[0]
-
-    def bias(self) -> Tensor | None:
-        """The float bias."""
-        return self._packed_params._weight_bias()[1]
-
-    def set_weight_bias(self, weight: Tensor, bias: Tensor | None) -> None:
-        self._packed_params.set_weight_bias(weight, bias)
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Linear:
@@ -88,18 +55,7 @@ class Linear(nn.Module):
         if dtype != torch.qint8:
             raise AssertionError(f"ember's dynamic quantized linear supports qint8 weights only, got {dtype}")
         weight_observer(mod.weight)
-        qweight = _quantize_weight(mod.weight.detach().float(), weight_observer)
+        qweight = quantize_weight(mod.weight.detach().float(), weight_observer)
         qlinear = cls(mod.in_features, mod.out_features, dtype=dtype)
         qlinear.set_weight_bias(qweight, mod.bias)
         return qlinear
-
-
-def _quantize_weight(float_weight: Tensor, observer) -> Tensor:
-    """torch's _quantize_weight: per-tensor or per-channel qint8 with the observer's parameters."""
-    scale, zero_point = observer.calculate_qparams()
-    if observer.qscheme in (torch.per_tensor_symmetric, torch.per_tensor_affine):
-        return torch.quantize_per_tensor(float_weight, float(scale), int(zero_point), torch.qint8)
-    if observer.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine):
-        return torch.quantize_per_channel(float_weight, scale.to(torch.double), zero_point.to(torch.int64),
-                                          observer.ch_axis, torch.qint8)
-    raise ValueError(f"Unrecognized qscheme: {observer.qscheme}")
