@@ -1,3 +1,4 @@
 """torch.ao.nn: quantized module families."""
 
-from . import quantized  # noqa: F401
+from . import intrinsic, quantized  # noqa: F401
+from .intrinsic import quantized as _intrinsic_quantized  # noqa: F401  (ember.ao.nn.intrinsic.quantized)

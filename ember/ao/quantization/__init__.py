@@ -1,6 +1,7 @@
 """torch.ao.quantization: observers, qconfigs, stubs, static prepare/convert and quantize_dynamic
 (see docs/quantization.md)."""
 
+from .fuse_modules import fuse_known_modules, fuse_modules  # noqa: F401
 from .observer import (  # noqa: F401
     MinMaxObserver,
     ObserverBase,

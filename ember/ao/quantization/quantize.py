@@ -11,7 +11,9 @@ from typing import Any
 import ember as torch
 
 from ... import nn
+from ..nn import intrinsic as nni
 from ..nn import quantized as nnq
+from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
 from .qconfig import QConfig, default_dynamic_qconfig
 from .stubs import DeQuantStub, QuantStub
@@ -31,11 +33,13 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     nn.Linear: nnq.Linear,
     nn.Conv2d: nnq.Conv2d,
     nn.ReLU: nnq.ReLU,
+    nni.ConvReLU2d: nniq.ConvReLU2d,
+    nni.LinearReLU: nniq.LinearReLU,
 }
 
 # the modules whose output prepare observes: torch's static mapping keys (ReLU is not one: its output keeps
-# its input's scale and zero point)
-_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d)
+# its input's scale and zero point).  A fused module (fuse_modules) is observed as one layer, not its parts.
+_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d, nni.ConvReLU2d, nni.LinearReLU)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -74,12 +78,14 @@ def _observer_forward_hook(self: nn.Module, input: Any, output: Any) -> Any:
 def _add_observer_(module: nn.Module, propagation_list: set) -> None:
     """Attach `activation_post_process` (the qconfig's activation observer) to every leaf module of an
     observed type, and a forward hook that feeds it the module's output.  DeQuantStub gets none."""
-    for child in module.children():
-        _add_observer_(child, propagation_list)
-    is_leaf = not any(True for _ in module.children())
+    fused = isinstance(module, nni._FusedModule)
+    if not fused:
+        for child in module.children():
+            _add_observer_(child, propagation_list)
+    is_leaf = fused or not any(True for _ in module.children())
     qconfig = getattr(module, "qconfig", None)
     if (is_leaf and type(module) in propagation_list and qconfig is not None
-            and not isinstance(module, (DeQuantStub, nn.Sequential))):
+            and not isinstance(module, DeQuantStub) and (fused or not isinstance(module, nn.Sequential))):
         module.add_module("activation_post_process", qconfig.activation())
         module.register_forward_hook(_observer_forward_hook)
 
@@ -122,7 +128,8 @@ def _convert(module: nn.Module, mapping: dict) -> None:
     for name, child in list(module.named_children()):
         if name == "activation_post_process":
             continue
-        _convert(child, mapping)
+        if not isinstance(child, nni._FusedModule):  # a fused module converts as one (torch's rule)
+            _convert(child, mapping)
         if type(child) in mapping and getattr(child, "qconfig", None) is not None:
             setattr(module, name, mapping[type(child)].from_float(child))
 

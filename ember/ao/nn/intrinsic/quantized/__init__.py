@@ -1,0 +1,67 @@
+"""torch.ao.nn.intrinsic.quantized: the quantized forms of the fused float modules — the conv / linear kernel
+with the relu folded into its requantization (outputs clamped below at the zero point)."""
+
+from __future__ import annotations
+
+from ember import nn
+from ember._ops.quantized_static import quantized_conv2d, quantized_linear
+from ember._tensor import Tensor
+
+from ... import intrinsic as nni
+from ...quantized.modules import conv as nnq_conv
+from ...quantized.modules import linear as nnq_linear
+
+
+def _observed_inner(fused: nn.Module) -> nn.Module:
+    """The fused module's first module, carrying the pair's qconfig and output observer (what from_float reads)."""
+    inner = fused[0]
+    inner.qconfig = fused.qconfig
+    observer = getattr(fused, "activation_post_process", None)
+    if observer is not None:
+        inner.activation_post_process = observer
+    return inner
+
+
+class ConvReLU2d(nnq_conv.Conv2d):
+    """Quantized Conv2d + ReLU (torch's nniq.ConvReLU2d)."""
+
+    _FLOAT_MODULE = nni.ConvReLU2d
+
+    def forward(self, input: Tensor) -> Tensor:
+        return quantized_conv2d(input, self._weight, self._bias, self.stride, self.padding, self.dilation,
+                                self.groups, self.scale, self.zero_point, relu=True)
+
+    def _get_name(self) -> str:
+        return "QuantizedConvReLU2d"
+
+    @classmethod
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> ConvReLU2d:
+        if type(mod) is not nni.ConvReLU2d:
+            raise AssertionError("nniq.ConvReLU2d.from_float only works for ConvReLU2d")
+        quantized = nnq_conv.Conv2d.from_float(_observed_inner(mod))
+        quantized.__class__ = cls
+        return quantized
+
+
+class LinearReLU(nnq_linear.Linear):
+    """Quantized Linear + ReLU (torch's nniq.LinearReLU)."""
+
+    _FLOAT_MODULE = (nni.LinearReLU,)
+
+    def forward(self, x: Tensor) -> Tensor:
+        weight, bias = self._packed_params._weight_bias()
+        return quantized_linear(x, weight, bias, self.scale, self.zero_point, relu=True)
+
+    def _get_name(self) -> str:
+        return "QuantizedLinearReLU"
+
+    @classmethod
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> LinearReLU:
+        if type(mod) is not nni.LinearReLU:
+            raise AssertionError("nniq.LinearReLU.from_float only works for LinearReLU")
+        quantized = nnq_linear.Linear.from_float(_observed_inner(mod))
+        quantized.__class__ = cls
+        return quantized
+
+
+__all__ = ["ConvReLU2d", "LinearReLU"]
