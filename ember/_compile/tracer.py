@@ -269,7 +269,7 @@ class Tracer:
         if sources:
             extra = tuple(self.resolve(t) for t in sources)
             node_args = node_args + extra
-            _name_arrays(params, extra)
+            name_arrays(params, extra)
         node = self.graph.add(Node("call", self.graph.fresh_name(f"{op.name}_"), op=op, args=node_args,
                                    params=dict(params), grad_enabled=state.enabled, source=user_source()))
         node.index_args = len(sources)
@@ -411,16 +411,16 @@ class _UnsupportedOutput(Exception):
     pass
 
 
-def _name_arrays(structure, values) -> None:
+def name_arrays(structure, values) -> None:
     """Give each ArrayArg the name of its graph value (for graph.code)."""
     if isinstance(structure, ArrayArg):
         structure.name = values[structure.position].name
     elif isinstance(structure, (tuple, list)):
         for item in structure:
-            _name_arrays(item, values)
+            name_arrays(item, values)
     elif isinstance(structure, dict):
         for item in structure.values():
-            _name_arrays(item, values)
+            name_arrays(item, values)
 
 
 def _describe_external(tensor) -> str:

@@ -19,7 +19,7 @@ from .._dispatch import OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export
 from .decompositions import _return_type
-from .statistics import _linspace_impl
+from .statistics import _linspace_impl, check_bin_edges, check_weight_dtype
 
 Histogramdd = _return_type("histogramdd", ("hist", "bin_edges"))
 
@@ -142,23 +142,10 @@ def _check_inputs(input: Tensor, edges: list, weight) -> None:
     if len(edges) != n:
         raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for a {n}-dimensional histogram "
                            f"but got {len(edges)}")
-    cpp = dt.CPP_TYPE_NAMES
     for dim, dim_edges in enumerate(edges):
-        if dim_edges._dtype is not input._dtype:
-            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
-                               f"input with dtype {cpp[input._dtype.name]} and bins for dimension {dim} with dtype "
-                               f"{cpp[dim_edges._dtype.name]}")
-        if dim_edges.ndim != 1:
-            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {dim_edges.ndim} "
-                               f"dimensions in the bins tensor for dimension {dim}")
-        if dim_edges.numel() == 0:
-            raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements "
-                               f"in the bins tensor for dimension {dim}")
+        check_bin_edges(input, dim_edges, dim)
     if weight is not None:
-        if weight._dtype is not input._dtype:
-            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-                               f"should have the same dtype, but got input({cpp[input._dtype.name]}), and "
-                               f"weight({cpp[weight._dtype.name]})")
+        check_weight_dtype(input, weight)
         if list(input.shape[:-1]) != (list(weight.shape) or [1]):
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as the "
                                f"input tensor excluding its innermost dimension, but got input with shape "

@@ -32,13 +32,12 @@ from ._index_keys import (
     normalize_key,
     scalar_array,
 )
-from .views import selecting_view
+from .views import _SLICE
 
 # ---------------------------------------------------------------- getitem
 
 
-_BASIC_INDEX = selecting_view("slice", lambda xp, a, key: a[key], grad_name="SliceBackward0")
-_BASIC_INDEX.quantized = True  # x[1:, 0] on a quantized tensor is a view of its integers (torch's too)
+_BASIC_INDEX = _SLICE  # x[ints, slices, None, ...]: the one slicing view op (views.py declares it)
 
 
 def _index_impl(xp, a, key):

@@ -266,31 +266,42 @@ def _finite_range(values: Tensor, range) -> tuple:
     return low, high
 
 
+def check_bin_edges(input: Tensor, edges: Tensor, dim: int) -> None:
+    """ATen's histogramdd check of one dimension's bin edges (torch.histogram runs it too, as dimension 0)."""
+    cpp = dt.CPP_TYPE_NAMES
+    if edges._dtype is not input._dtype:
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                           f"input with dtype {cpp[input._dtype.name]} and bins for dimension {dim} with dtype "
+                           f"{cpp[edges._dtype.name]}")
+    if edges.ndim != 1:
+        raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {edges.ndim} "
+                           f"dimensions in the bins tensor for dimension {dim}")
+    if edges.numel() == 0:
+        raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements "
+                           f"in the bins tensor for dimension {dim}")
+
+
+def check_weight_dtype(input: Tensor, weight: Tensor) -> None:
+    """ATen's histogramdd check that a weight tensor has the input's dtype."""
+    if weight._dtype is not input._dtype:
+        cpp = dt.CPP_TYPE_NAMES
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                           f"should have the same dtype, but got input({cpp[input._dtype.name]}), and "
+                           f"weight({cpp[weight._dtype.name]})")
+
+
 @export
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None, density: bool = False,
               out=None):
     """(hist, bin_edges): bins equal-width bins over `range` (default the data's), or the given edges tensor."""
     from .. import return_types
 
-    cpp_name = dt.CPP_TYPE_NAMES
     if isinstance(bins, Tensor):
-        if bins._dtype is not input._dtype:
-            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
-                               f"got input with dtype {cpp_name[input._dtype.name]} and bins for dimension 0 with "
-                               f"dtype {cpp_name[bins._dtype.name]}")
-        if bins.ndim != 1:
-            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {bins.ndim} "
-                               "dimensions in the bins tensor for dimension 0")
-        if bins.numel() == 0:
-            raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements "
-                               "in the bins tensor for dimension 0")
+        check_bin_edges(input, bins, 0)
     elif int(bins) <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {int(bins)} for dimension 0")
     if weight is not None:
-        if weight._dtype is not input._dtype:
-            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-                               f"should have the same dtype, but got input({cpp_name[input._dtype.name]}), and "
-                               f"weight({cpp_name[weight._dtype.name]})")
+        check_weight_dtype(input, weight)
         if weight.numel() != input.numel():  # torch flattens both before comparing
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as "
                                f"the input tensor excluding its innermost dimension, but got input with shape "

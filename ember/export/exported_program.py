@@ -15,7 +15,7 @@ from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
 from .._compile.symbolic import Batch, bind, is_symbolic
-from .._compile.tracer import _name_arrays, fill_arrays
+from .._compile.tracer import fill_arrays, name_arrays
 from .._tensor import Tensor
 from . import _registry
 from ._capture import FORMAT_VERSION, Program
@@ -251,7 +251,7 @@ class ExportedProgram:
                 node.index_args = item["index_args"]
                 node.symbolic = is_symbolic((args, params))
                 if node.index_args:
-                    _name_arrays(params, args[len(args) - node.index_args:])
+                    name_arrays(params, args[len(args) - node.index_args:])
             node.outputs = [output["name"] for output in item["outputs"]]
             node.meta["val"] = [(dt._dtype_by_name(output["dtype"]), tuple(decode(output["shape"])))
                                 for output in item["outputs"]]

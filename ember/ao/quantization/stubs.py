@@ -8,28 +8,24 @@ from ... import nn
 from ..._tensor import Tensor
 
 
-class QuantStub(nn.Module):
+class _Stub(nn.Module):
+    """An identity module with an optional qconfig, which `convert` replaces."""
+
+    def __init__(self, qconfig=None) -> None:
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class QuantStub(_Stub):
     """Marks where float tensors become quantized; identity until converted."""
 
-    def __init__(self, qconfig=None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x
-
-
-class DeQuantStub(nn.Module):
+class DeQuantStub(_Stub):
     """Marks where quantized tensors become float again; identity until converted."""
-
-    def __init__(self, qconfig=None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x
 
 
 class QuantWrapper(nn.Module):

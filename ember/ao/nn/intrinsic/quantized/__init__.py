@@ -12,20 +12,26 @@ from ...quantized.modules import conv as nnq_conv
 from ...quantized.modules import linear as nnq_linear
 
 
-def _observed_inner(fused: nn.Module) -> nn.Module:
-    """The fused module's first module, carrying the pair's qconfig and output observer (what from_float reads)."""
+def _from_fused(cls, base, fused: nn.Module):
+    """`base.from_float` of the fused module's first module, given the pair's qconfig and output observer,
+    as a `cls` (the quantized module whose forward folds the relu into its clamp)."""
+    if type(fused) is not cls._FUSED:
+        raise AssertionError(f"nniq.{cls.__name__}.from_float only works for {cls._FUSED.__name__}")
     inner = fused[0]
     inner.qconfig = fused.qconfig
     observer = getattr(fused, "activation_post_process", None)
     if observer is not None:
         inner.activation_post_process = observer
-    return inner
+    quantized = base.from_float(inner)
+    quantized.__class__ = cls
+    return quantized
 
 
 class ConvReLU2d(nnq_conv.Conv2d):
     """Quantized Conv2d + ReLU (torch's nniq.ConvReLU2d)."""
 
     _FLOAT_MODULE = nni.ConvReLU2d
+    _FUSED = nni.ConvReLU2d
 
     def forward(self, input: Tensor) -> Tensor:
         return quantized_conv2d(input, self._weight, self._bias, self.stride, self.padding, self.dilation,
@@ -36,17 +42,14 @@ class ConvReLU2d(nnq_conv.Conv2d):
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> ConvReLU2d:
-        if type(mod) is not nni.ConvReLU2d:
-            raise AssertionError("nniq.ConvReLU2d.from_float only works for ConvReLU2d")
-        quantized = nnq_conv.Conv2d.from_float(_observed_inner(mod))
-        quantized.__class__ = cls
-        return quantized
+        return _from_fused(cls, nnq_conv.Conv2d, mod)
 
 
 class LinearReLU(nnq_linear.Linear):
     """Quantized Linear + ReLU (torch's nniq.LinearReLU)."""
 
     _FLOAT_MODULE = (nni.LinearReLU,)
+    _FUSED = nni.LinearReLU
 
     def forward(self, x: Tensor) -> Tensor:
         weight, bias = self._packed_params._weight_bias()
@@ -57,11 +60,7 @@ class LinearReLU(nnq_linear.Linear):
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> LinearReLU:
-        if type(mod) is not nni.LinearReLU:
-            raise AssertionError("nniq.LinearReLU.from_float only works for LinearReLU")
-        quantized = nnq_linear.Linear.from_float(_observed_inner(mod))
-        quantized.__class__ = cls
-        return quantized
+        return _from_fused(cls, nnq_linear.Linear, mod)
 
 
 __all__ = ["ConvReLU2d", "LinearReLU"]
