@@ -353,27 +353,39 @@ def _loop_body(steps: dict, targets, cached, stored: set) -> list:
 
 
 def _c_reductions(batch: list, steps: dict, cached=(), stored=None) -> list:
-    """One simd loop over the row accumulating every reduction of the batch (sums in double)."""
+    """One simd loop over the row accumulating every reduction of the batch.
+
+    Sums run in float lanes over blocks of SUM_BLOCK elements, and each block's total is added in double:
+    full-width vectors (a double accumulator halves them) with the accuracy of a blocked sum on long rows."""
     lines, clauses = [], []
+    sums = [name for _, name, kind, _source, _divide in batch if kind == "sum"]
     for _, name, kind, _source, _divide in batch:
-        acc_type = "double" if kind == "sum" else "T"
-        start = "0.0" if kind == "sum" else "-INFINITY"
-        lines.append(f"        {acc_type} {name}_acc = {start};")
         if kind == "sum":
-            clauses.append(f"reduction(+:{name}_acc)")
+            lines.append(f"        double {name}_acc = 0.0;")
+            clauses.append(f"reduction(+:{name}_blk)")
         else:
+            lines.append(f"        T {name}_acc = -INFINITY;")
             lines.append(f"        int {name}_nan = 0;")
             clauses.append(f"reduction(max:{name}_acc) reduction(|:{name}_nan)")
-    lines.append(f"        #pragma omp simd {' '.join(clauses)}")
-    lines.append("        for (long k = 0; k < K; k++) {")
-    lines += _loop_body(steps, [step[3] for step in batch], cached, set() if stored is None else stored)
+    pad = "    " if sums else ""
+    body = _loop_body(steps, [step[3] for step in batch], cached, set() if stored is None else stored)
     for _, name, kind, source, _divide in batch:
         if kind == "sum":
-            lines.append(f"            {name}_acc += {source};")
+            body.append(f"            {name}_blk += {source};")
         else:
-            lines.append(f"            {name}_acc = {source} > {name}_acc ? {source} : {name}_acc;")
-            lines.append(f"            {name}_nan |= {source} != {source};")
-    lines.append("        }")
+            body.append(f"            {name}_acc = {source} > {name}_acc ? {source} : {name}_acc;")
+            body.append(f"            {name}_nan |= {source} != {source};")
+    if sums:
+        lines.append(f"        for (long k0 = 0; k0 < K; k0 += {SUM_BLOCK}) {{")
+        lines.append(f"            long k1 = K - k0 < {SUM_BLOCK} ? K : k0 + {SUM_BLOCK};")
+        lines += [f"            T {name}_blk = 0;" for name in sums]
+    lines.append(f"{pad}        #pragma omp simd {' '.join(clauses)}")
+    lines.append(f"{pad}        for (long k = {'k0' if sums else '0'}; k < {'k1' if sums else 'K'}; k++) {{")
+    lines += [pad + line for line in body]
+    lines.append(f"{pad}        }}")
+    if sums:
+        lines += [f"            {name}_acc += {name}_blk;" for name in sums]
+        lines.append("        }")
     for _, name, kind, _source, divide in batch:
         if kind != "sum":
             lines.append(f"        if ({name}_nan) {name}_acc = NAN;")
@@ -403,6 +415,8 @@ def _elem_closure(steps: dict, targets, stop=frozenset()) -> list:
         visit(target)
     return [name for name in order if name in needed]
 
+
+SUM_BLOCK = 1024  # elements per float partial sum of a row reduction (see _c_reductions)
 
 _built_libraries: dict = {}
 compile_count = 0  # compiler invocations in this process (tests read it)

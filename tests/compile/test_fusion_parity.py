@@ -153,3 +153,20 @@ def test_module_compile_in_place():
     optimized = ember.compile(nn.Linear(4, 4))
     assert isinstance(optimized, nn.Module) and len(list(optimized.parameters())) == 2
     optimized(ember.randn(2, 4))
+
+
+@pytest.mark.parametrize("block, accurate", [(None, True), (1 << 30, False)])
+def test_long_row_sums_are_blocked(monkeypatch, block, accurate):
+    """Row sums add float lanes per block of codegen.SUM_BLOCK and the blocks in double: a 4M-element row
+    keeps float32 accuracy, where float accumulators over the whole row drift (a constant addend rounds the same
+    way at every step, so the error grows linearly)."""
+    from ember._compile import codegen
+
+    if block is not None:
+        monkeypatch.setattr(codegen, "SUM_BLOCK", block)
+    x = np.full((2, 1 << 22), 0.1, np.float32)
+    compiled = ember.compile(lambda t: (t * 3.0).sum(-1))
+    compiled(ember.tensor(x))  # the capturing call returns eager's result
+    out = compiled(ember.tensor(x)).numpy()
+    error = np.max(np.abs(out / (3.0 * x.astype(np.float64).sum(-1)) - 1))
+    assert (error < 2e-6) == accurate, error

@@ -16,19 +16,29 @@ void fused_native_layer_norm_gelu_add_0(const T* restrict a0, const T* restrict 
 {
     for (long r = 0; r < R; r++) {
         double r2_acc = 0.0;
-        #pragma omp simd reduction(+:r2_acc)
-        for (long k = 0; k < K; k++) {
-            T in1 = a0[r * K + k];
-            r2_acc += in1;
+        for (long k0 = 0; k0 < K; k0 += 1024) {
+            long k1 = K - k0 < 1024 ? K : k0 + 1024;
+            T r2_blk = 0;
+            #pragma omp simd reduction(+:r2_blk)
+            for (long k = k0; k < k1; k++) {
+                T in1 = a0[r * K + k];
+                r2_blk += in1;
+            }
+            r2_acc += r2_blk;
         }
         T r2 = (T)(r2_acc / (double)K);
         double r5_acc = 0.0;
-        #pragma omp simd reduction(+:r5_acc)
-        for (long k = 0; k < K; k++) {
-            T in1 = a0[r * K + k];
-            T t3 = (in1 - r2);
-            T t4 = (t3 * t3);
-            r5_acc += t4;
+        for (long k0 = 0; k0 < K; k0 += 1024) {
+            long k1 = K - k0 < 1024 ? K : k0 + 1024;
+            T r5_blk = 0;
+            #pragma omp simd reduction(+:r5_blk)
+            for (long k = k0; k < k1; k++) {
+                T in1 = a0[r * K + k];
+                T t3 = (in1 - r2);
+                T t4 = (t3 * t3);
+                r5_blk += t4;
+            }
+            r5_acc += r5_blk;
         }
         T r5 = (T)(r5_acc / (double)K);
         T t6 = (r5 + ((T)1e-05));

@@ -26,14 +26,19 @@ void fused_mul_amax_sub_exp_etc_0(const T* restrict a0, float* restrict out0, lo
         if (r3_nan) r3_acc = NAN;
         T r3 = (T)(r3_acc);
         double r6_acc = 0.0;
-        #pragma omp simd reduction(+:r6_acc)
-        for (long k = 0; k < K; k++) {
-            T in1 = a0[r * K + k];
-            T t2 = (in1 * ((T)0.125));
-            T t4 = (t2 - r3);
-            T t5 = ember_expf(t4);
-            c_t5[k] = t5;
-            r6_acc += t5;
+        for (long k0 = 0; k0 < K; k0 += 1024) {
+            long k1 = K - k0 < 1024 ? K : k0 + 1024;
+            T r6_blk = 0;
+            #pragma omp simd reduction(+:r6_blk)
+            for (long k = k0; k < k1; k++) {
+                T in1 = a0[r * K + k];
+                T t2 = (in1 * ((T)0.125));
+                T t4 = (t2 - r3);
+                T t5 = ember_expf(t4);
+                c_t5[k] = t5;
+                r6_blk += t5;
+            }
+            r6_acc += r6_blk;
         }
         T r6 = (T)(r6_acc);
         #pragma omp simd

@@ -25,13 +25,18 @@ void fused_softmax_0(const T* restrict a0, float* restrict out0, long R, long K)
         if (r2_nan) r2_acc = NAN;
         T r2 = (T)(r2_acc);
         double r5_acc = 0.0;
-        #pragma omp simd reduction(+:r5_acc)
-        for (long k = 0; k < K; k++) {
-            T in1 = a0[r * K + k];
-            T t3 = (in1 - r2);
-            T t4 = ember_expf(t3);
-            c_t4[k] = t4;
-            r5_acc += t4;
+        for (long k0 = 0; k0 < K; k0 += 1024) {
+            long k1 = K - k0 < 1024 ? K : k0 + 1024;
+            T r5_blk = 0;
+            #pragma omp simd reduction(+:r5_blk)
+            for (long k = k0; k < k1; k++) {
+                T in1 = a0[r * K + k];
+                T t3 = (in1 - r2);
+                T t4 = ember_expf(t3);
+                c_t4[k] = t4;
+                r5_blk += t4;
+            }
+            r5_acc += r5_blk;
         }
         T r5 = (T)(r5_acc);
         #pragma omp simd
