@@ -127,6 +127,9 @@ class CPrinter:
         # NOTE: a cached temporary (an exp a softmax's sum already computed) is stored in a row-sized scratch by
         # the first loop that computes it and read back by the later loops, instead of being recomputed
         lines += [f"    T* c_{name} = (T*)malloc((size_t)K * sizeof(T));" for name in cached]
+        # col outputs: float running sums over up to COL_BLOCK rows, flushed into the double sums (as row sums do)
+        cols = [n for n, _, level in elem_outputs if level == "col"]
+        lines += [f"    T* restrict s_out{n} = (T*)calloc((size_t)K, sizeof(T));" for n in cols]
         lines.append("    for (long r = 0; r < R; r++) {")
         stored: set = set()
         for batch in batches:
@@ -141,14 +144,24 @@ class CPrinter:
             lines += _loop_body(steps, [m for _, m, _ in elem_outputs], cached, stored)
             for n, name, level in elem_outputs:
                 # col: K running sums over the rows (the caller zeroes them; one buffer per thread chunk)
-                lines.append(f"            out{n}[k] += (double){name};" if level == "col"
+                lines.append(f"            s_out{n}[k] += {name};" if level == "col"
                              else f"            out{n}[r * K + k] = {name};")
+            lines.append("        }")
+        if cols:
+            lines.append(f"        if (r % {COL_BLOCK} == {COL_BLOCK - 1} || r == R - 1) {{")
+            lines.append("            #pragma omp simd")
+            lines.append("            for (long k = 0; k < K; k++) {")
+            for n in cols:
+                lines.append(f"                out{n}[k] += (double)s_out{n}[k];")
+                lines.append(f"                s_out{n}[k] = 0;")
+            lines.append("            }")
             lines.append("        }")
         for n, (name, level) in enumerate(kernel.outputs):
             if level == "row":
                 lines.append(f"        out{n}[r] = {name};")
         lines.append("    }")
         lines += [f"    free(c_{name});" for name in cached]
+        lines += [f"    free(s_out{n});" for n in cols]
         lines += ["}", "#undef T", ""]
         return "\n".join(lines)
 
@@ -417,6 +430,7 @@ def _elem_closure(steps: dict, targets, stop=frozenset()) -> list:
 
 
 SUM_BLOCK = 1024  # elements per float partial sum of a row reduction (see _c_reductions)
+COL_BLOCK = 64  # rows per float partial sum of a column (over-the-rows) reduction (CPrinter.source)
 
 _built_libraries: dict = {}
 compile_count = 0  # compiler invocations in this process (tests read it)

@@ -99,7 +99,7 @@ def _keeps_probabilities(query_shape, key_shape) -> bool:
 def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
     q, k, v, mask = _widen(q, k, v, mask)
     length = q.shape[-2]
-    out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    out = _like(xp, q.shape[:-1] + (v.shape[-1],), q.dtype, q, xp.empty)
     lse = xp.empty(q.shape[:-1], q.dtype)
     keep = _keeps_probabilities(q.shape, k.shape)
     # only the blocks' visible keys are written (and read back): causal leaves the rest unset
@@ -138,6 +138,19 @@ def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
     return out, lse, probabilities
 
 
+def _like(xp, shape, dtype, reference, make):
+    """An array of the (batch, heads, length, dim) `shape` laid out like `reference`: heads-last, i.e.
+    (batch, length, heads, dim) in memory, when the reference is (a q/k/v made by the usual
+    `x.view(batch, length, heads, dim).transpose(1, 2)`), else contiguous.  torch's CPU flash kernels lay out
+    their output like the query: `out.transpose(1, 2).reshape(batch, length, heads * dim)`, the usual way back
+    to one row per token, is then a view, and the gradients coming back through it have the layout of the
+    output they are multiplied with in backward."""
+    if len(shape) == 4 and reference.ndim == 4 and reference.strides[1] < reference.strides[2] \
+            and reference.shape[1] > 1 and reference.shape[2] > 1:
+        return make((shape[0], shape[2], shape[1], shape[3]), dtype).swapaxes(1, 2)
+    return make(shape, dtype)
+
+
 def _softmax_rows(scores):
     row_max = scores.amax(-1, keepdim=True)
     weights = (scores - row_max).exp()
@@ -165,11 +178,14 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
     g, q, k, v, out, lse, mask = _widen(g, q, k, v, out, lse, mask)
     saved = saved if saved.size else None  # the forward's softmax, when it kept it (_keeps_probabilities)
     length = q.shape[-2]
-    grad_q = xp.empty_like(q)
+    grad_q = _like(xp, q.shape, q.dtype, q, xp.empty)
     grad_k = xp.zeros(q.shape[:-2] + k.shape[-2:], q.dtype) if k.ndim == q.ndim else xp.zeros_like(k)
     grad_v = xp.zeros(q.shape[:-2] + v.shape[-2:], q.dtype) if v.ndim == q.ndim else xp.zeros_like(v)
-    delta = (g * out).sum(axis=-1, keepdims=True)
-    q = q * q.dtype.type(scale)
+    # one fused multiply-and-sum per row: (g * out).sum(-1) builds an L x D temporary, and NumPy multiplies
+    # operands of different layouts (g often arrives transposed) several times slower than matching ones
+    delta = xp.einsum("...d,...d->...", g, out)[..., None]
+    scale = q.dtype.type(scale)
+    scaled_q = None if saved is not None else q * scale  # recomputing the scores needs the scaled queries
     block = _query_block(causal)
     for index, start in enumerate(range(0, length, block)):
         stop = min(start + block, length)
@@ -178,7 +194,7 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
             kv = _key_stop(causal, stop, k.shape[-2])
             probabilities = saved[..., start:stop, :kv]
         else:
-            scores = _block_scores(xp, q_block, k, _mask_block(mask, start, stop), causal, start)
+            scores = _block_scores(xp, scaled_q[..., start:stop, :], k, _mask_block(mask, start, stop), causal, start)
             kv = scores.shape[-1]
             probabilities = xp.exp(xp.subtract(scores, lse[..., start:stop, None], out=scores), out=scores)
         g_block = g[..., start:stop, :]
@@ -195,10 +211,23 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
             grad_scores *= keep
         grad_scores -= delta[..., start:stop, :]
         grad_scores *= probabilities
-        grad_q[..., start:stop, :] = xp.matmul(grad_scores, k[..., :kv, :]) * scale
-        # d scores / d k is the scaled query, which q already is
+        # the gradient of the scaled scores q k^T * scale: one pass over the block (in cache) instead of
+        # scaling the L x D queries and grad_q
+        grad_scores *= scale
+        xp.matmul(grad_scores, k[..., :kv, :], out=grad_q[..., start:stop, :])
         grad_k[..., :kv, :] += xp.matmul(xp.swapaxes(grad_scores, -1, -2), q_block)
-    return grad_q, grad_k, grad_v
+    # summed over query blocks in contiguous buffers (adding into a transposed layout is slower), then laid out
+    # like k and v
+    return grad_q, _relaid(xp, grad_k, k), _relaid(xp, grad_v, v)
+
+
+def _relaid(xp, array, reference):
+    """`array` laid out like `reference` (see _like)."""
+    out = _like(xp, array.shape, array.dtype, reference, xp.empty)
+    if out.strides == array.strides:
+        return array
+    out[...] = array
+    return out
 
 
 def _sdpa_backward(ctx, grads):

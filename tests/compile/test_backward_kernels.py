@@ -148,3 +148,23 @@ def test_only_some_inputs_need_grad():
     assert runtime.counters["backward_kernel"] == before + 1
     expected = ember.autograd.grad((x * w).exp().sum(), w)[0]
     np.testing.assert_allclose(w.grad.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("block, accurate", [(None, True), (1 << 30, False)])
+def test_column_gradients_of_many_rows_stay_accurate(monkeypatch, block, accurate):
+    """A norm's weight/bias gradients are sums over every row (col outputs): float partial sums over
+    codegen.COL_BLOCK rows, added in double.  Over 2^20 rows of a constant 0.1 a float running sum (block =
+    all rows) drifts ~1e-3; the blocked sum keeps float32 accuracy."""
+    from ember._compile import codegen
+
+    if block is not None:
+        monkeypatch.setattr(codegen, "COL_BLOCK", block)
+    rows = 1 << 20
+    x = ember.tensor(np.random.default_rng(0).standard_normal((rows, 4)).astype(np.float32))
+    compiled = ember.compile(lambda x, w, b: (F.layer_norm(x, (4,), w, b) * 0.1).sum())
+    for _ in range(2):  # the capturing call runs eagerly; the second runs the kernels
+        w, b = ember.ones(4, requires_grad=True), ember.zeros(4, requires_grad=True)
+        compiled(x, w, b).backward()
+    error = np.max(np.abs(b.grad.numpy() / (0.1 * rows) - 1))
+    assert runtime.counters["backward_kernel"] > 0
+    assert (error < 2e-6) == accurate, error

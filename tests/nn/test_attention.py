@@ -108,3 +108,26 @@ def test_generated_softmax_blocks_match_numpy_blocks(monkeypatch, causal, keeps)
     assert ("sdpa_softmax", "float32", 1, False, 0, 0) in native._built
     for generated, passes in zip(*results):
         np.testing.assert_allclose(generated, passes, rtol=1e-5, atol=1e-5)  # torch float32 atol
+
+
+@pytest.mark.parametrize("heads_last", [True, False])
+def test_output_layout_follows_the_query_as_torch(heads_last):
+    """torch's CPU flash kernel lays its output out like the query: heads-last queries (split from one qkv
+    projection) give a heads-last output, whose transpose(1, 2).reshape back to tokens is a view."""
+    import torch
+
+    values = RNG.standard_normal((2, 6, 3 * 8)).astype(np.float32)
+    strides, gradients = [], []
+    for lib in (torch, ember):
+        x = lib.tensor(values, requires_grad=True)
+        if heads_last:
+            q, k, v = (t.view(2, 6, 2, 4).transpose(1, 2) for t in x.split(8, dim=2))
+        else:
+            q, k, v = (t.reshape(2, 6, 2, 4).transpose(1, 2).contiguous() for t in x.split(8, dim=2))
+        out = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        strides.append(out.stride())
+        tokens = out.transpose(1, 2).reshape(2, 6, 8)
+        (tokens * lib.arange(96.0).reshape(2, 6, 8)).sum().backward()
+        gradients.append(x.grad.numpy())
+    assert strides[0] == strides[1]
+    np.testing.assert_allclose(gradients[1], gradients[0], rtol=1e-5, atol=1e-5)
