@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import finfo, zeros_like
 from .._tensor import Tensor
+from ..compiler import is_compiling
 from ._multi_tensor import each
 from .optimizer import GroupwiseOptimizer, reject_complex, to_scalar, value_of
 
@@ -85,27 +86,55 @@ class Adafactor(GroupwiseOptimizer):
             grads = grads.neg()
         steps = state["step"]
         steps.add_(1)
+        if is_compiling():
+            _tensor_update(self, params, grads, steps, lr, eps1, eps2, beta2_decay, d, weight_decay)
+            return
         step_values = steps.items()
         one_minus_beta2 = [step**beta2_decay for step in step_values]
         alphas = [
             max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * min(lr, 1 / (step**0.5))
             for p, step in zip(params, step_values)
         ]
-        if weight_decay != 0:
+        if weight_decay != 0:  # after the param norms above, as torch
             params.mul_(value_of(1 - lr * weight_decay))
 
-        def variance_estimate(param, grad, weight):
-            param_state = self.state[param]
-            if grad.dim() > 1:
-                row_var, col_var = param_state["row_var"], param_state["col_var"]
-                row_var.lerp_(grad.norm(dim=-1, keepdim=True).square_().div_(grad.size(-1)), weight)
-                col_var.lerp_(grad.norm(dim=-2, keepdim=True).square_().div_(grad.size(-2)), weight)
-                return (row_var @ col_var).div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
-            return param_state["variance"].lerp_(grad * grad, weight).clone()
-
         def apply_update(param, grad, weight, alpha):
-            update = variance_estimate(param, grad, weight).clamp_(min=eps1 * eps1).rsqrt_().mul_(grad)
+            update = _variance_estimate(self.state[param], grad, weight, eps1).clamp_(min=eps1 * eps1).rsqrt_()
+            update.mul_(grad)
             clip = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
             param.add_(update, alpha=value_of(-alpha / clip))
 
         each(apply_update, params, grads, one_minus_beta2, alphas)
+
+
+def _variance_estimate(param_state, grad, weight, eps1):
+    """The second-moment estimate: the outer product of the row and column factors over their mean, or the
+    full variance of a vector (the moments move toward this step's squared gradient by `weight`)."""
+    if grad.dim() > 1:
+        row_var, col_var = param_state["row_var"], param_state["col_var"]
+        row_var.lerp_(grad.norm(dim=-1, keepdim=True).square_().div_(grad.size(-1)), weight)
+        col_var.lerp_(grad.norm(dim=-2, keepdim=True).square_().div_(grad.size(-2)), weight)
+        return (row_var @ col_var).div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
+    return param_state["variance"].lerp_(grad * grad, weight).clone()
+
+
+def _tensor_update(optimizer, params, grads, steps, lr, eps1, eps2, beta2_decay, d, weight_decay) -> None:
+    """The update with every step-derived scalar a tensor op (beta2, the relative step size, the RMS clip),
+    as under ember.compile: eager reads each step and two norms per param into Python, a graph break whose
+    values change every step.  The scalars are computed in float64 (eager's Python floats) and cast to the
+    param's dtype where they meet its tensors, as eager's Python scalars are."""
+
+    def update(param, grad, step):
+        dtype = param.dtype
+        step = step.double()
+        weight = (step**beta2_decay).to(dtype)
+        rho = (1 / step**0.5).clamp(max=lr)
+        alpha = (param.norm(2).double() / (param.numel() ** 0.5)).clamp(min=eps2) * rho
+        if weight_decay != 0:
+            param.mul_(value_of(1 - lr * weight_decay))
+        update = _variance_estimate(optimizer.state[param], grad, weight, eps1).clamp_(min=eps1 * eps1).rsqrt_()
+        update.mul_(grad)
+        clip = (update.norm(2).double() / ((update.numel() ** 0.5) * d)).clamp(min=1.0)
+        param.add_(update.mul_((-alpha / clip).to(dtype)))
+
+    each(update, params, grads, steps)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import as_tensor, zeros_like
 from .._tensor import Tensor
+from ..compiler import is_compiling
 from ._multi_tensor import TensorList, each
 from .optimizer import (
     GroupwiseOptimizer,
@@ -174,6 +175,9 @@ class ASGD(GroupwiseOptimizer):
         steps, etas, mus, axs = state["step"], state["eta"], state["mu"], state["ax"]
         grads = _directional_grads(grads, params, group["maximize"], group["weight_decay"])
         steps.add_(1)
+        if is_compiling():
+            _asgd_tensor_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0)
+            return
         eta_values = etas.items()
         params.mul_([1 - lambd * eta for eta in eta_values])
         params.add_(grads, alpha=[-eta for eta in eta_values])
@@ -191,3 +195,22 @@ class ASGD(GroupwiseOptimizer):
         etas.copy_([as_tensor(lr / ((1 + lambd * lr * step) ** alpha)) for step in step_values])
         mus.copy_([as_tensor(1 / max(1, step - t0)) for step in step_values])
 
+
+def _asgd_tensor_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0) -> None:
+    """ASGD's step with eta and mu as tensor ops of the 0-d state (torch's capturable path), as under
+    ember.compile, where reading them into Python would be a graph break whose values change every step.
+    Scalars derived from them are computed in float64 (eager's Python floats) and cast where they meet the
+    tensors; ax takes the param's value exactly while mu is 1, as eager's copy does."""
+    from .. import where
+
+    def update(param, grad, step, eta, mu, ax):
+        dtype = param.dtype
+        eta64 = eta.double()
+        param.mul_((1 - lambd * eta64).to(dtype))
+        param.add_(grad * (-eta64).to(dtype))
+        ax.copy_(where(mu != 1, ax + (param - ax) * mu.to(dtype), param))
+        step64 = step.double()
+        eta.copy_(lr / ((1 + lambd * lr * step64) ** alpha))
+        mu.copy_(1 / (step64 - t0).clamp(min=1))
+
+    each(update, params, grads, steps, etas, mus, axs)

@@ -18,6 +18,8 @@ OPTIMIZERS = [
     (ember.optim.NAdam, {"lr": 0.05}),
     (ember.optim.RAdam, {"lr": 0.05}),  # crosses rho > 5 (rectification on) at step 6
     (ember.optim.Adagrad, {"lr": 0.1, "lr_decay": 0.01}),
+    (ember.optim.Adafactor, {"lr": 0.05, "weight_decay": 0.01}),  # norms and clip as tensors too
+    (ember.optim.ASGD, {"lr": 0.05, "t0": 3.0}),  # averaging (mu != 1) starts at step 5
 ]
 
 
