@@ -178,6 +178,13 @@ class CPrinter:
                 first[masked] = kernel
                 printed.append(text)
             shared[kernel.name] = first[masked].name
+        # a flat function that several kernels share also gets a loop over them: horizontal fusion
+        # (runtime.fuse_horizontally) runs every parameter's optimizer update in one call
+        uses: dict = {}
+        for kernel in kernels:
+            uses.setdefault(shared[kernel.name], []).append(kernel)
+        each = {name: group[0] for name, group in uses.items() if len(group) > 1 and group[0].flat}
+        printed += [_each_source(name, len(kernel.args) + len(kernel.outputs)) for name, kernel in each.items()]
         sources = "\n".join(printed)
         try:
             full = C_HEADER + VECTOR_MATH + cmath.SOURCE + "\n" + sources
@@ -192,7 +199,49 @@ class CPrinter:
             pointers = len(kernel.args) + len(kernel.outputs)
             fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_long, ctypes.c_long]
             built[kernel.name] = _c_caller(fn, kernel)
+        self.shared = shared
+        self.each = {}
+        for name in each:
+            fn = getattr(library, f"{name}_each")
+            fn.restype = None
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+            self.each[name] = fn
         return built, full
+
+
+def _each_source(name: str, pointers: int) -> str:
+    """C of `{name}_each(p, n, count)`: the flat kernel `name` called on `count` argument sets, set i being the
+    pointers p[i * pointers : (i + 1) * pointers] over n[i] elements."""
+    args = ", ".join(f"p[{i}]" for i in range(pointers))
+    return "\n".join([
+        f"void {name}_each(void** p, const long* n, long count)",
+        "{",
+        f"    for (long i = 0; i < count; i++, p += {pointers})",
+        f"        {name}({args}, n[i], 1);",
+        "}",
+        "",
+    ])
+
+
+def run_each(fn, pointers, sizes) -> None:
+    """Call a `_each` function (see _each_source) over the argument sets: `pointers` (uintp, one row of
+    pointers per set) and `sizes` (int64 elements per set), the sets split over threads by element count."""
+    total = int(sizes.sum())
+    from .._runtime import get_num_threads
+
+    threads = max(1, min(get_num_threads(), len(sizes), total // (PARALLEL_THRESHOLD // 2)))
+    row = pointers.strides[0]
+    base, counts = pointers.ctypes.data, sizes.ctypes.data
+    if threads <= 1:
+        fn(base, counts, len(sizes))
+        return
+    # contiguous runs of sets with about equal element counts (an optimizer's params differ in size)
+    bounds = np.searchsorted(np.cumsum(sizes), [total * n / threads for n in range(1, threads)], side="left")
+    starts = [0] + [int(b) + 1 for b in bounds]
+    stops = starts[1:] + [len(sizes)]
+    calls = [(base + start * row, counts + start * sizes.strides[0], stop - start)
+             for start, stop in zip(starts, stops) if stop > start]
+    _parallel(fn, calls)
 
 
 def _row_strides(kernel) -> list:

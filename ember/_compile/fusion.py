@@ -54,7 +54,7 @@ class FusionGroup:
         return self.L + (self.K,)
 
     def level_of(self, shape: tuple):
-        if shape == self.full_shape:
+        if shape == self.full_shape or (shape == () and self.full_shape == (1,)):  # a 0-d group's values
             return "elem"
         if self.K != 1 and shape in (self.L + (1,), self.L):
             return "row"
@@ -211,6 +211,8 @@ def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_pl
                 chosen = group
                 break
         if chosen is None:
+            if not node.results[0].shape and id(node) not in in_place:
+                continue  # 0-d math joins the kernels that read it (absorb_scalar_chains) or stays eager
             L, K = _space_of(node, kind)
             chosen = FusionGroup(L, K, node.results[0].dtype, node.grad_enabled)
             if not _fits(chosen, node, kind, lambda v, g: False):
