@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import types
 
@@ -109,3 +110,66 @@ def get_device_module(device=None) -> types.ModuleType:
     if module is None:
         raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as 'torch.{name}'.")
     return module
+
+
+# NOTE [ torch's CPU kernel arithmetic ]
+# torch compiles its CPU kernels once per instruction set and picks one when it starts
+# (torch.backends.cpu.get_cpu_capability(), lowered with ATEN_CPU_CAPABILITY=default|avx2|avx512).  Two
+# consequences matter for ops that must give torch's last bits:
+# - the AVX2 and AVX512 builds are compiled with FMA, and the compiler contracts `a + b * c` in scalar kernel
+#   loops into one fused multiply-add (rounded once): linspace's `start + step * i` is such a loop (measured:
+#   torch 2.13 matches an exact fma on avx2/avx512 and the two-rounding form with ATEN_CPU_CAPABILITY=default).
+#   Builds for other architectures (aarch64, clang's default -ffp-contract=on) contract too.
+# - torch's sum kernel adds in 32-byte vectors (8 floats) on every x86 build, AVX512 included (measured on
+#   torch 2.13; see `_torch_float_sum` in ember/ao/quantization/observer.py).
+_CAPABILITY_ORDER = ("DEFAULT", "AVX2", "AVX512")
+
+
+@functools.cache
+def cpu_flags() -> frozenset:
+    """The CPU feature flags /proc/cpuinfo lists ("avx2", "fma", "avx512_vnni", ...); empty where there is none."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def _detected_x86_capability() -> str:
+    """What torch's cpuinfo check would pick on this x86 machine: AVX512 needs avx512 f/vl/bw/dq and fma,
+    AVX2 needs avx2 and fma."""
+    flags = cpu_flags()
+    if not flags:  # no /proc (macOS): every x86 Mac torch supports has AVX2
+        return "AVX2"
+    if {"avx512f", "avx512vl", "avx512bw", "avx512dq", "fma"} <= flags:
+        return "AVX512"
+    if {"avx2", "fma"} <= flags:
+        return "AVX2"
+    return "DEFAULT"
+
+
+@functools.cache
+def _is_x86() -> bool:
+    import platform
+
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def cpu_capability() -> str:
+    """torch.backends.cpu.get_cpu_capability(): the instruction set torch's CPU kernels would run with here
+    ("DEFAULT", "AVX2" or "AVX512" on x86; "DEFAULT" elsewhere), lowered by ATEN_CPU_CAPABILITY as in torch."""
+    if not _is_x86():
+        return "DEFAULT"
+    detected = _detected_x86_capability()
+    requested = os.environ.get("ATEN_CPU_CAPABILITY", "").upper()
+    if requested in _CAPABILITY_ORDER and _CAPABILITY_ORDER.index(requested) < _CAPABILITY_ORDER.index(detected):
+        return requested
+    return detected
+
+
+def kernels_fuse_multiply_add() -> bool:
+    """Whether torch's scalar CPU loops round `a + b * c` once (NOTE [ torch's CPU kernel arithmetic ])."""
+    return not _is_x86() or cpu_capability() != "DEFAULT"

@@ -99,3 +99,10 @@ def set_device(device) -> None:
 
 def current_device() -> str:
     return "cpu"
+
+
+def _is_vnni_supported() -> bool:
+    """torch.cpu._is_vnni_supported: whether the CPU has AVX512-VNNI (torch checks only that flag)."""
+    from ._runtime import cpu_flags
+
+    return "avx512_vnni" in cpu_flags()

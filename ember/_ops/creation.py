@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as dt
+from .. import _runtime
 from .._backends import MetaArray, to_device
 from .._device import as_device
 from .._dispatch import device_module
@@ -684,13 +685,46 @@ def _range_dtype(dtype, out, start, end):
     return _factory_dtype(dtype, out, dt.default_complex_dtype() if complex_bounds else None)
 
 
+def fused_multiply_add_float32(a, b, c) -> np.ndarray:
+    """float32 `a * b + c` rounded once (an exact fma), emulated in float64.
+
+    The float32 product is exact in float64; the sum's float64 rounding error comes from TwoSum.  Rounding that
+    sum to float32 again is wrong only when it sits exactly halfway between two float32 neighbours while the
+    exact value does not: then the error's sign says which neighbour is nearest.
+    """
+    product = np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32).astype(np.float64)
+    addend = np.asarray(c, np.float32).astype(np.float64)
+    total = product + addend
+    back = total - product
+    error = (product - (total - back)) + (addend - back)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = total.astype(np.float32)
+        gap = total - rounded.astype(np.float64)
+        neighbour = np.nextafter(rounded, np.where(gap > 0, np.inf, -np.inf).astype(np.float32))
+        halfway = (gap != 0) & (2 * gap == neighbour.astype(np.float64) - rounded.astype(np.float64))
+    return np.where(halfway & (error != 0) & ((error > 0) == (gap > 0)), neighbour, rounded)
+
+
+def _linspace_float32(first: np.float32, last: np.float32, steps: int) -> np.ndarray:
+    """torch's float32 linspace on a CPU whose kernels fuse multiply-adds (NOTE [ torch's CPU kernel
+    arithmetic ] in ember/_runtime.py): fma(step, i, start) for the first half, fma(-step, steps-1-i, end)."""
+    step = np.float32(last - first) / np.float32(steps - 1)
+    index = np.arange(steps)
+    lower = fused_multiply_add_float32(step, index, first)
+    upper = fused_multiply_add_float32(-step, steps - 1 - index, last)
+    return np.where(index < steps // 2, lower, upper)
+
+
 def _linspace_values(start, end, steps: int, dtype: dt.dtype):
     """torch's linspace kernel: start + step*i for the first half, end - step*(steps-1-i) for the second.
 
     Integral results compute in double; floating ones in the result type itself (half types round after
-    every operation, as c10::Half arithmetic does).
+    every operation, as c10::Half arithmetic does; float32 rounds `start + step*i` once where torch's kernels
+    fuse multiply-adds).
     """
     first, last = _cast_scalar(start, dtype), _cast_scalar(end, dtype)
+    if dtype is dt.float32 and _runtime.kernels_fuse_multiply_add():
+        return _linspace_float32(first, last, steps)
     index = np.arange(steps)
     from_end = steps - 1 - index
     halfway = steps // 2

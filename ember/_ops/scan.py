@@ -44,8 +44,23 @@ def _reverse_params(ctx) -> dict:
 # ---------------------------------------------------------------- cumsum, cumprod
 
 
+# torch's CPU cumsum/cumprod carry the running value in at::acc_type<T, /*is_cuda=*/false> and round each
+# output to T: double for float32 (and complex double for complex64), float for the half types.
+_CPU_ACCUMULATE = {"float32": np.float64, "complex64": np.complex128, "float16": np.float32,
+                   "bfloat16": np.float32}
+
+
+def _accumulated_scan(xp, function, a, dim, reverse):
+    """function along `dim` in torch's CPU accumulation type, rounded back to a's dtype (on CuPy too, so that
+    a GPU scan equals the CPU one up to the device's own arithmetic)."""
+    wide = _CPU_ACCUMULATE.get(a.dtype.name)
+    if wide is None:
+        return _along(xp, function, a, dim, reverse)
+    return _along(xp, function, a.astype(wide), dim, reverse).astype(a.dtype)
+
+
 def _cumsum_impl(xp, a, dim, reverse):
-    return _along(xp, xp.cumsum, a, dim, reverse)
+    return _accumulated_scan(xp, xp.cumsum, a, dim, reverse)
 
 
 def _cumsum_backward(ctx, g):
@@ -54,11 +69,12 @@ def _cumsum_backward(ctx, g):
     return call(_CUMSUM, (g,), _reverse_params(ctx))
 
 
-_CUMSUM = OpDef("cumsum", _cumsum_impl, _cumsum_backward, dtype_rule=_integral_to_long)
+# upcast_half=False: the impl widens every floating type itself (_accumulated_scan)
+_CUMSUM = OpDef("cumsum", _cumsum_impl, _cumsum_backward, dtype_rule=_integral_to_long, upcast_half=False)
 
 
 def _cumprod_impl(xp, a, dim, reverse):
-    return _along(xp, xp.cumprod, a, dim, reverse)
+    return _accumulated_scan(xp, xp.cumprod, a, dim, reverse)
 
 
 def _cumprod_backward(ctx, g):
@@ -99,7 +115,7 @@ def _later_mask(size: int, like: Tensor, reverse: bool) -> Tensor:
 
 
 _CUMPROD = OpDef("cumprod", _cumprod_impl, _cumprod_backward, dtype_rule=_integral_to_long,
-                 saves=SAVE_INPUTS | SAVE_RESULT)
+                 saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
 
 
 def scan_cumprod(input: Tensor, dim: int, reverse: bool = False) -> Tensor:

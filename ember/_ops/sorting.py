@@ -449,9 +449,11 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
 # ---------------------------------------------------------------- histc, bincount
 
 
-def _histc_impl(xp, a, bins, low, high, edge_type):
-    """torch's linear histogram with local search: a bin from the linear formula, corrected against the bin
-    edges as torch stores them (linspace rounded to the input's dtype)."""
+def _histc_impl(xp, a, bins, low, high):
+    """torch.histc's CPU kernel (LINEAR_INTERPOLATION in ATen's HistogramKernel.cpp): an element of [min, max]
+    goes to bin trunc((x - min) * bins / (max - min)), each step rounded to the input's dtype, the last bin
+    closed on the right.  Unlike torch.histogram there is no correction against the bin edges, so an element
+    within rounding of an edge lands wherever this formula puts it, as in torch."""
     flat = a.reshape(-1)
     if low == high and flat.size:
         low, high = float(flat.min()), float(flat.max())
@@ -459,16 +461,13 @@ def _histc_impl(xp, a, bins, low, high, edge_type):
         low, high = low - 1, high + 1
     if not (np.isfinite(low) and np.isfinite(high)):
         raise RuntimeError(f"torch.histc: range of [{low}, {high}] is not finite")
-    step = (high - low) / bins
-    steps = np.arange(bins + 1)
-    edges = np.where(steps < (bins + 1) // 2, low + steps * step, high - (bins - steps) * step)
-    edges = xp.asarray(edges.astype(edge_type).astype(a.dtype))
-    inside = flat[(flat >= edges[0]) & (flat <= edges[-1])]
-    position = ((inside - edges[0]) * bins / (edges[-1] - edges[0])).astype(np.int64)
+    # the outer edges of torch's float linspace are min and max themselves, rounded to the input's dtype
+    left, right = xp.asarray(low, dtype=a.dtype), xp.asarray(high, dtype=a.dtype)
+    inside = flat[(flat >= left) & (flat <= right)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = (inside - left) * xp.asarray(bins, dtype=a.dtype) / (right - left)
+        position = xp.nan_to_num(scaled, nan=0.0).astype(np.int64)
     position = xp.clip(position, 0, bins - 1)
-    position = xp.where((position < bins - 1) & (inside >= edges[xp.minimum(position + 1, bins)]), position + 1,
-                        position)
-    position = xp.where((position > 0) & (inside < edges[position]), position - 1, position)
     return xp.bincount(position, minlength=bins).astype(a.dtype)
 
 
@@ -479,7 +478,9 @@ def _histc_rule(args, params):
     return dtype, dtype
 
 
-_HISTC = OpDef("histc", _histc_impl, dtype_rule=_histc_rule, meta=lambda args, params: (params["bins"],))
+# upcast_half=False: torch bins float16/bfloat16 in their own arithmetic (c10::Half rounds every step)
+_HISTC = OpDef("histc", _histc_impl, dtype_rule=_histc_rule, meta=lambda args, params: (params["bins"],),
+               upcast_half=False)
 
 
 @export
@@ -489,13 +490,18 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
-    return finish_out(call(_HISTC, (input,), {"bins": int(bins), "low": float(min), "high": float(max),
-                                            "edge_type": input._dtype.np_dtype}), out)
+    return finish_out(call(_HISTC, (input,), {"bins": int(bins), "low": float(min), "high": float(max)}), out)
 
 
 def _bincount_impl(xp, a, *weights, minlength):
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights and weights[0].dtype == np.float32 and xp.__name__ == "numpy":
+        # torch's CPU kernel adds float32 weights into a float32 result one element at a time, in order
+        # (numpy's bincount would sum in double); ufunc.at applies the additions unbuffered, in index order
+        out = xp.zeros(max(minlength, int(a.max()) + 1 if a.size else 0), dtype=np.float32)
+        xp.add.at(out, a.astype(np.int64), weights[0])
+        return out
     return xp.bincount(a.astype(np.int64), weights=weights[0] if weights else None, minlength=minlength)
 
 
@@ -503,7 +509,7 @@ def _bincount_rule(args, params):
     dtype = args[0]._dtype
     if dtype.category != 1:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{SCALAR_NAMES[dtype.name]}'")
-    if len(args) == 1:
+    if len(args) == 1 or args[0].numel() == 0:  # torch returns int64 zeros for an empty input, weights or not
         return None, dt.int64
     weights = args[1]._dtype
     return None, weights if weights in (dt.float32, dt.float64) else dt.float64

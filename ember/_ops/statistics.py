@@ -13,6 +13,7 @@ import math
 import warnings
 
 from .. import _dtype as dt
+from .. import _runtime
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from ._api import export, finish_out
@@ -213,6 +214,10 @@ def corrcoef(input: Tensor) -> Tensor:
 def _linspace_impl(xp, like, start, end, steps):
     """torch's CPU linspace: start + i*step for the first half, end - (steps-1-i)*step for the rest."""
     dtype = like.dtype
+    if xp.__name__ == "numpy" and dtype == xp.float32 and steps > 1 and _runtime.kernels_fuse_multiply_add():
+        from .creation import _linspace_float32
+
+        return _linspace_float32(xp.float32(start), xp.float32(end), steps)
     start, end = xp.asarray(start, dtype=dtype), xp.asarray(end, dtype=dtype)
     step = (end - start) / xp.asarray(max(steps - 1, 1), dtype=dtype)
     index = xp.arange(steps).astype(dtype)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import types
 
+from .. import _runtime
+
 
 class _Flags(types.SimpleNamespace):
     """A namespace of flags with torch's defaults."""
@@ -21,5 +23,6 @@ cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduc
               enable_math_sdp=lambda enabled: None, enable_mem_efficient_sdp=lambda enabled: None)
 mps = _Flags(is_available=lambda: False, is_built=lambda: False)
 mkldnn = _Flags(enabled=True, is_available=lambda: False)
+cpu = _Flags(get_cpu_capability=_runtime.cpu_capability)
 openmp = _Flags(is_available=lambda: True)
 opt_einsum = _Flags(enabled=True, strategy="auto", is_available=lambda: True)
