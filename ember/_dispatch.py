@@ -85,8 +85,9 @@ class OpDef:
         # params -> params for the backward node: copies of arrays the params share with tensors the caller
         # may still write (an index key built from a mask tensor), so backward sees the forward's values
         self.snapshot = None
-        # runs on per-tensor quantized tensors (a view or copy of the integers; the result keeps the qparams),
-        # as torch's QuantizedCPU kernels for movement ops do (NOTE [ Quantized dtypes ] in _dtype.py)
+        # what runs on quantized operands (NOTE [ Quantized dtypes ] in _dtype.py): False (refused, torch's
+        # error), True (a movement op on the integers of a per-tensor tensor, the result keeps the qparams) or
+        # a QuantizedCPU kernel (op, args, params) -> result, see _call_quantized and _ops/quantized_ops.py
         self.quantized = False
 
     def __repr__(self) -> str:
@@ -169,9 +170,7 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
             if a._requires_grad:
                 needs_grad = True
             if a._dtype.category < 0:
-                if not (op.quantized and len(args) == 1 and a._qparams.scheme.name.startswith("per_tensor")):
-                    raise _quantized_error(op)
-                return _call_quantized(op, a, params)
+                return _call_quantized(op, args, params)
     if device is None:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument, got {[type(a).__name__ for a in args]}")
     if TRACE:
@@ -264,12 +263,24 @@ def _write_in_place(op, args, params) -> bool:
     return True
 
 
-def _call_quantized(op, tensor, params):
-    """A movement op on a per-tensor quantized tensor: the op on its integer array; the result (a view when the
-    op makes one) keeps the tensor's dtype and quantization parameters.  No autograd: torch's quantized tensors
-    do not require grad."""
+def _call_quantized(op, args, params):
+    """An op with a quantized operand: the op's QuantizedCPU kernel, as torch's dispatcher picks one
+    (NOTE [ Quantized dtypes ] in _dtype.py).  `op.quantized` is
+      True:      a movement op: the op on the integers of its one per-tensor operand; the result (a view when the
+                 op makes one) keeps the dtype and quantization parameters;
+      a kernel:  kernel(op, args, params) -> result (ember/_ops/quantized_ops.py);
+      False:     torch has no QuantizedCPU kernel: its NotImplementedError.
+    No autograd: torch's quantized tensors do not require grad."""
+    kernel = op.quantized
+    if not kernel:
+        raise _quantized_error(op)
     if tracer is not None:  # ember.compile does not capture quantized tensors
-        tracer.graph_break("an op on a quantized tensor", tensor)
+        tracer.graph_break("an op on a quantized tensor", next(a for a in args if isinstance(a, Tensor)))
+    if kernel is not True:
+        return kernel(op, args, params)
+    tensor = args[0]
+    if len(args) != 1 or tensor._qparams is None or tensor._qparams.axis is not None:
+        raise _quantized_error(op)
     xp = device_module(tensor._device)
     array = op.impl(xp, tensor._data, **params) if params else op.impl(xp, tensor._data)
     result = _wrap(op, array, tensor._dtype, tensor._device, (tensor,))
@@ -279,8 +290,13 @@ def _call_quantized(op, tensor, params):
 
 def _quantized_error(op) -> NotImplementedError:
     """torch's error for an op without a QuantizedCPU kernel (NOTE [ Quantized dtypes ] in _dtype.py)."""
+    return quantized_error(f"aten::{op.name}")
+
+
+def quantized_error(name: str) -> NotImplementedError:
+    """torch's error for the operator `name` (e.g. 'aten::add') called with QuantizedCPU tensors."""
     return NotImplementedError(
-        f"Could not run 'aten::{op.name}' with arguments from the 'QuantizedCPU' backend. This could be because "
+        f"Could not run '{name}' with arguments from the 'QuantizedCPU' backend. This could be because "
         "the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
         "(if using custom build)."
     )

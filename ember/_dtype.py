@@ -72,8 +72,11 @@ _BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES}
 # NOTE [ Quantized dtypes ]
 # torch's quantized element types hold an integer representation plus quantization parameters kept on the
 # tensor (ember/_ops/quantized.py).  They sit in their own category, -1, outside ALL_DTYPES: they never enter the
-# promotion tables or the NumPy-dtype lookup (their arrays are plain int8/uint8/int32), and dispatch refuses every
-# registry op on them (ember/_dispatch.py), as torch's QuantizedCPU backend has no kernel for ordinary ops.
+# promotion tables or the NumPy-dtype lookup (their arrays are plain int8/uint8/int32).  Dispatch runs an op on
+# them only through the op's `quantized` entry (ember/_dispatch.py _call_quantized): movement ops on the integers,
+# or a QuantizedCPU kernel (ember/_ops/quantized_ops.py: relu, hardtanh, clamp, max pooling, cat, comparisons);
+# every other op is refused with torch's "Could not run 'aten::...' with arguments from the 'QuantizedCPU'
+# backend" error, as torch's QuantizedCPU backend has no kernel for it.
 qint8 = dtype("qint8", np.int8, -1, -1)
 quint8 = dtype("quint8", np.uint8, -1, -1)
 qint32 = dtype("qint32", np.int32, -1, -1)

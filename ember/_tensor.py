@@ -58,6 +58,21 @@ class Size(tuple):
         return Size(tuple(other) + tuple(self))
 
 
+def _channels_last_contiguous(array) -> bool:
+    """torch's channels-last contiguity: a 4-d array whose strides are NHWC-dense, size-1 dimensions ignored
+    (so a (N, 1, H, W) or (N, C, 1, 1) contiguous array is channels-last as well)."""
+    if array.ndim != 4:
+        return False
+    expected = 1
+    for dim in (1, 3, 2, 0):
+        size = array.shape[dim]
+        if size != 1:
+            if array.strides[dim] != expected * array.itemsize:
+                return False
+            expected *= size
+    return True
+
+
 class Storage:
     """What views share: the root array (for data_ptr), the version counter, and whether it was allocated in
     inference_mode (torch's inference tensors: every tensor on such a storage, views too, reports is_inference();
@@ -280,6 +295,8 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         if isinstance(self._data, MetaArray):
             return True
+        if getattr(memory_format, "name", None) == "channels_last":
+            return _channels_last_contiguous(self._data)
         return self._data.flags.c_contiguous
 
     def is_set_to(self, other: Tensor) -> bool:

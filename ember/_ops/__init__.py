@@ -26,6 +26,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     nn_ops,
     numerical,
     quantized,
+    quantized_ops,
     random,
     random_gamma,
     reduction,

@@ -13,9 +13,14 @@ from . import special_math
 from ._api import export, finish_out
 from .elementwise import _binary, _integral_only, pointwise
 
+# the comparisons torch runs on quantized tensors (by dequantizing them): ember/_ops/quantized_ops.py
+QUANTIZED_COMPARISONS: list = []
+
 
 def _comparison(name, impl, aliases=(), tensors_only=False):
     op = pointwise(name, impl, None, rule=compare, saves=0)
+    if name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        QUANTIZED_COMPARISONS.append(op)
     return _binary(name, op, aliases=aliases, tensors_only=tensors_only, tensor_input=True)
 
 
@@ -157,9 +162,25 @@ def equal(input: Tensor, other: Tensor) -> bool:
     """True when both have the same shape and equal elements (after type promotion; nan is never equal)."""
     _tensor_argument("equal", "input", 1, input)
     _tensor_argument("equal", "other", 2, other)
+    if input._qparams is not None:
+        return _quantized_equal(input, other)
     if input.shape != other.shape:
         return False
     return bool(eq(input.detach(), other.detach()).all().item())
+
+
+def _quantized_equal(input: Tensor, other: Tensor) -> bool:
+    """torch.equal on QuantizedCPU: the same quantizer (scheme, dtype, parameters), shape and integers."""
+    first, second = input._qparams, other._qparams
+    if second is None or input._dtype is not other._dtype or first.scheme is not second.scheme:
+        return False
+    if first.axis is None:
+        if (first.scale, first.zero_point) != (second.scale, second.zero_point):
+            return False
+    elif first.axis != second.axis or not (equal(first.scale, second.scale)
+                                           and equal(first.zero_point, second.zero_point)):
+        return False
+    return input.shape == other.shape and bool((input._data == other._data).all())
 
 
 def _isin_dtype(value) -> dt.dtype:

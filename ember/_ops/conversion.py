@@ -32,6 +32,27 @@ _CLONE = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rule=kee
 _CLONE.quantized = True  # clone / contiguous of a quantized tensor copy its integers and qparams
 
 
+def _channels_last_impl(xp, a):
+    return xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+# clone / contiguous(memory_format=torch.channels_last): the same values stored NHWC (the array's strides say so,
+# as a torch tensor's do).  Float kernels ignore the layout; quantized ones pick torch's channels-last kernels by
+# it (NOTE [ QuantizedCPU vector and scalar paths ] in quantized_numerics.py).
+_CHANNELS_LAST = OpDef("clone", _channels_last_impl, lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
+                       meta=lambda args, p: args[0].shape)
+_CHANNELS_LAST.quantized = True
+
+
+def _is_channels_last_format(memory_format) -> bool:
+    return getattr(memory_format, "name", None) == "channels_last"
+
+
+def _check_channels_last(input: Tensor) -> None:
+    if input.ndim != 4:
+        raise RuntimeError("required rank 4 tensor to use channels_last format")
+
+
 def _parse_to(args, kwargs):
     """Tensor.to's overloads: to(dtype), to(device, dtype), to(other), with keyword forms."""
     device = kwargs.pop("device", None)
@@ -98,13 +119,20 @@ export(to, function=False)
 
 @export
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy with its own storage (gradients flow back unchanged)."""
+    """A copy with its own storage (gradients flow back unchanged); torch.channels_last stores it NHWC."""
+    if _is_channels_last_format(memory_format):
+        _check_channels_last(input)
+        return call(_CHANNELS_LAST, (input,))
     return call(_CLONE, (input,))
 
 
 @export
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
-    """self if already C-contiguous, else a contiguous copy."""
+    """self if already contiguous in `memory_format` (C order by default, NHWC for torch.channels_last), else a
+    copy that is."""
+    if _is_channels_last_format(memory_format):
+        _check_channels_last(input)
+        return input if input.is_contiguous(memory_format=memory_format) else call(_CHANNELS_LAST, (input,))
     if input.is_contiguous():
         return input
     return call(_CLONE, (input,))

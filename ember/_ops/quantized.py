@@ -2,9 +2,9 @@
 
 A quantized tensor is an ordinary ember Tensor whose dtype is ember.qint8, quint8 or qint32 (NOTE [ Quantized
 dtypes ] in ember/_dtype.py), whose array holds the integer representation, and whose `_qparams` holds the
-quantization scheme and parameters.  Dispatch refuses every registry op on it, as torch's QuantizedCPU backend
-does; only the functions here read or build one.  The numerics are torch's x86 (fbgemm) kernels, see
-NOTE [ Quantization numerics ].
+quantization scheme and parameters.  Dispatch runs an op on it only where torch's QuantizedCPU backend has a
+kernel (movement ops on the integers, the kernels of ember/_ops/quantized_ops.py) and refuses the rest with
+torch's error.  The numerics are torch's x86 (fbgemm) kernels, see NOTE [ Quantization numerics ].
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
+from .. import _runtime
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export
 
@@ -60,20 +61,38 @@ class QParams:
 _RANGES = {"qint8": (-128, 127), "quint8": (0, 255), "qint32": (-(2**31), 2**31 - 1)}
 
 # NOTE [ Quantization numerics ]
-# torch 2.13 on x86 quantizes with fbgemm's Quantize<T, LEGACY=true>: the reciprocal 1/scale and the product
-# x * (1/scale) are float32, the zero point is added in float32 *before* rounding, rounding is nearbyint (half
-# to even), and the result is clamped to the dtype's range.  Adding the zero point first matters at ties:
-# 0.5 with zero_point 3 gives round(3.5) = 4, not 3 + round(0.5) = 3 (checked against torch in
-# tests/quantization/test_quantized.py).  Dequantization is (q - zero_point) * scale in float32.
+# torch 2.13 on x86 quantizes with fbgemm's Quantize<T, LEGACY=true>: the reciprocal 1/scale is float32, the zero
+# point is added *before* rounding, rounding is nearbyint (half to even), and the result is clamped to the
+# dtype's range.  Adding the zero point first matters at ties: 0.5 with zero_point 3 gives round(3.5) = 4, not
+# 3 + round(0.5) = 3 (checked against torch in tests/quantization/test_quantized.py).  How x * (1/scale) + zp is
+# rounded differs between torch's paths, measured on values a few ulp from ties (decimal scales):
+# quantize_per_tensor to qint8/quint8 runs fbgemm's vector loop, one fused multiply-add (`fused=True`);
+# qint32 and quantize_per_channel round the product to float32, then add the zero point in float32.  fbgemm picks
+# its vector loop from the CPU's own flags (not torch's CPU capability): on a CPU without AVX2 and FMA its scalar
+# loop rounds twice (NOTE [ QuantizedCPU kernels per CPU capability ] in quantized_numerics.py).
+# Dequantization is (q - zero_point) * scale in float32.
 
 
-def _quantize_array(values: np.ndarray, scale, zero_point, dtype: dt.dtype) -> np.ndarray:
-    """fbgemm's quantization of float32 `values`; scale and zero_point broadcast against them."""
+def fbgemm_vectorised() -> bool:
+    """Whether fbgemm::Quantize runs its AVX2 loop here (it checks the CPU's avx2 and fma flags itself).  Without
+    /proc/cpuinfo, as ember._runtime, assume an x86 CPU torch supports has them."""
+    flags = _runtime.cpu_flags()
+    return not flags or {"avx2", "fma"} <= flags
+
+
+def _quantize_array(values: np.ndarray, scale, zero_point, dtype: dt.dtype, fused: bool = False) -> np.ndarray:
+    """fbgemm's quantization of float32 `values`; scale and zero_point broadcast against them.  `fused`: the
+    zero point joins the product in one fused multiply-add (exact in float64: a float32 product has 48
+    significant bits) where fbgemm vectorises, else the product is rounded to float32 first."""
     low, high = _RANGES[dtype.name]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inverse = np.float32(1.0) / np.asarray(scale, dtype=np.float32)
-        transformed = values.astype(np.float32) * inverse
-        transformed = np.asarray(zero_point, dtype=np.float32) + transformed
+        if fused and fbgemm_vectorised():
+            exact = values.astype(np.float32).astype(np.float64) * inverse.astype(np.float64)
+            transformed = (exact + np.asarray(zero_point, dtype=np.float64)).astype(np.float32)
+        else:
+            transformed = values.astype(np.float32) * inverse
+            transformed = np.asarray(zero_point, dtype=np.float32) + transformed
         rounded = np.rint(transformed).astype(np.float64)
     return np.clip(rounded, low, high).astype(dtype.np_dtype)
 
@@ -117,7 +136,7 @@ def quantize_per_tensor(input: Tensor, scale: float, zero_point: int, dtype: dt.
     scale = float(scale)
     zero_point = int(zero_point)
     _check_zero_point(zero_point, dtype, "quantize_tensor_per_tensor_affine")
-    integers = _quantize_array(input._data, scale, zero_point, dtype)
+    integers = _quantize_array(input._data, scale, zero_point, dtype, fused=dtype is not dt.qint32)
     return _make_quantized(integers, dtype, QParams(per_tensor_affine, scale, zero_point))
 
 
@@ -193,7 +212,7 @@ def int_repr(self: Tensor) -> Tensor:
     """Tensor.int_repr: the integer representation, as uint8/int8/int32."""
     _qparams_of(self, "int_repr")
     integer_type = {"qint8": dt.int8, "quint8": dt.uint8, "qint32": dt.int32}[self._dtype.name]
-    return Tensor._make(self._data.copy(), integer_type)
+    return Tensor._make(self._data.copy(order="K"), integer_type)  # in the tensor's layout, as torch
 
 
 @export(function=False)

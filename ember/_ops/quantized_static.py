@@ -1,4 +1,4 @@
-"""Kernels of statically quantized modules: quantized linear, conv2d and relu on quantized tensors.
+"""Kernels of statically quantized modules: quantized linear and conv2d on quantized tensors.
 
 These are torch's `quantized::linear`, `quantized::conv2d` and relu on QuantizedCPU with x86 (fbgemm / oneDNN)
 numerics.  Like ember/_ops/quantized.py they read a quantized tensor's integers (`_data`) and parameters
@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from .quantized import QParams, _make_quantized, per_tensor_affine
+from .quantized_numerics import to_channels_last
 
 # NOTE [ Static quantized requantization ]
 # A static quantized linear or conv takes a quint8 input (scale s_x, zero point z_x), a qint8 weight with
@@ -142,13 +143,6 @@ def quantized_conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride:
     accumulated = np.concatenate(outputs, axis=1)
     integers = requantize(accumulated, qparams.scale, _weight_scales(weight, out_channels), bias, scale,
                           zero_point, 1, relu)
-    return _quint8_result(integers, scale, zero_point)
-
-
-def quantized_relu(input: Tensor) -> Tensor:
-    """torch.relu on a per-tensor quantized tensor: max(q, zero_point), same scale and zero point."""
-    qparams = getattr(input, "_qparams", None)
-    if qparams is None or qparams.axis is not None:
-        raise RuntimeError("quantized relu expects a per-tensor quantized tensor")
-    integers = np.maximum(input._data, np.asarray(qparams.zero_point).astype(input._data.dtype))
-    return _make_quantized(integers, input._dtype, QParams(per_tensor_affine, qparams.scale, qparams.zero_point))
+    # stored channels-last, as torch's quantized convolutions return it: the pools and adds that follow pick
+    # their channels-last kernels, which round differently (NOTE [ QuantizedCPU vector and scalar paths ])
+    return _quint8_result(to_channels_last(integers), scale, zero_point)

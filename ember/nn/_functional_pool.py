@@ -13,8 +13,9 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
-from .._dispatch import SAVE_RESULT, OpDef, call
+from .._dispatch import SAVE_RESULT, OpDef, call, quantized_error
 from .._ops import conv as conv_ops
+from .._ops import quantized_ops
 from .._tensor import Tensor
 from ._functional_conv import _tuple
 
@@ -96,6 +97,7 @@ def _max_pool_meta(args, params):
 
 MAX_POOL = OpDef("max_pool", _max_pool_impl, _max_pool_backward, dtype_rule=_max_pool_rule, saves=SAVE_RESULT,
                  outputs=2, upcast_half=False, meta=_max_pool_meta, grad_name="MaxPool2DWithIndicesBackward0")
+MAX_POOL.quantized = quantized_ops.max_pool  # the same windows over the integers (NOTE [ Quantized dtypes ])
 
 
 def _max_pool(dims, name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -104,6 +106,8 @@ def _max_pool(dims, name, input, kernel_size, stride, padding, dilation, ceil_mo
     padding = _tuple(padding, dims, "padding")
     dilation = _tuple(dilation, dims, "dilation")
     x, unbatched = _batched(input, dims, name)
+    if return_indices and input._qparams is not None:
+        raise quantized_error(f"aten::max_pool{dims}d_with_indices.out")
     for i in range(dims):
         if padding[i] > kernel[i] // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={padding[i]}, "
@@ -175,6 +179,9 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
     if any(o <= 0 for o in out):
         raise RuntimeError(f"Given input size: ({'x'.join(str(s) for s in x.shape[1:])}). Calculated output size: "
                            f"({'x'.join(str(s) for s in (x.shape[1],) + out)}). Output size is too small")
+    if input._qparams is not None:  # torch's quantized kernel, not the decomposition: it rounds its own way
+        return _quantized_avg_pool(dims, input, kernel, stride, padding, ceil_mode, count_include_pad,
+                                   divisor_override, out)
     n, c = x.shape[:2]
     pairs = tuple((padding[i], max((out[i] - 1) * stride[i] + kernel[i] - spatial[i] - padding[i], 0))
                   for i in range(dims))
@@ -187,6 +194,20 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
         divisor = _avg_divisor(spatial, kernel, stride, padding, out, count_include_pad)
         result = summed / x.new_tensor(divisor.astype(np.float64)).to(x.dtype)
     return result.squeeze(0) if unbatched else result
+
+
+def _quantized_avg_pool(dims, input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                        out):
+    """avg_pool1d/2d of a quantized tensor: quantized_ops.avg_pool2d; 1-d pools as torch's avg_pool1d, a 2-d
+    pool over input.unsqueeze(-2) with 1-high windows."""
+    if dims == 2:
+        return quantized_ops.avg_pool2d(input, kernel, stride, padding, ceil_mode, count_include_pad,
+                                        divisor_override, out)
+    if dims == 1:
+        pooled = quantized_ops.avg_pool2d(input.unsqueeze(-2), (1,) + kernel, (1,) + stride, (0,) + padding,
+                                          ceil_mode, count_include_pad, divisor_override, (1,) + out)
+        return pooled.squeeze(-2)
+    raise NotImplementedError("ember has no quantized avg_pool3d")
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -219,6 +240,12 @@ def _adaptive(dims, input, output_size, reduce_window, name):
 
 def _adaptive_avg(dims, input, output_size, name):
     x, unbatched, spatial, out = _adaptive(dims, input, output_size, None, name)
+    if input._qparams is not None:  # torch's quantized kernel (1-d: a 2-d pool over input.unsqueeze(-2))
+        if dims == 2:
+            return quantized_ops.adaptive_avg_pool2d(input, out)
+        if dims == 1:
+            return quantized_ops.adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + out).squeeze(-2)
+        raise NotImplementedError("ember has no quantized adaptive_avg_pool3d")
     if all(spatial[i] % out[i] == 0 for i in range(dims)):
         kernel = tuple(spatial[i] // out[i] for i in range(dims))
         result = _avg_pool(dims, name, x, kernel, kernel, 0, False, True, None)

@@ -15,6 +15,7 @@ from ..nn import intrinsic as nni
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
+from .observer import ObserverBase
 from .qconfig import QConfig, default_dynamic_qconfig
 from .stubs import DeQuantStub, QuantStub
 
@@ -25,21 +26,23 @@ __all__ = [
 
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {nn.Linear: nnqd.Linear}
 
-# torch's static mapping, restricted to what ember has.  nn.ReLU is ember's addition: torch leaves it float
-# because torch.relu runs on quantized tensors, which ember's dispatcher refuses (nnq.ReLU's docstring).
+# torch's static mapping (torch/ao/quantization/quantization_mappings.py), restricted to what ember has.  Modules
+# torch leaves float (nn.ReLU, the pools, nn.Flatten) run on quantized tensors through the QuantizedCPU kernels of
+# ember/_ops/quantized_ops.py, as in torch.
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     QuantStub: nnq.Quantize,
     DeQuantStub: nnq.DeQuantize,
     nn.Linear: nnq.Linear,
     nn.Conv2d: nnq.Conv2d,
-    nn.ReLU: nnq.ReLU,
+    nn.BatchNorm2d: nnq.BatchNorm2d,
+    nnq.FloatFunctional: nnq.QFunctional,
     nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.LinearReLU: nniq.LinearReLU,
 }
 
 # the modules whose output prepare observes: torch's static mapping keys (ReLU is not one: its output keeps
 # its input's scale and zero point).  A fused module (fuse_modules) is observed as one layer, not its parts.
-_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d, nni.ConvReLU2d, nni.LinearReLU)
+_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d, nn.BatchNorm2d, nni.ConvReLU2d, nni.LinearReLU)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -48,13 +51,14 @@ def get_default_dynamic_quant_module_mappings() -> dict:
 
 
 def get_default_static_quant_module_mappings() -> dict:
-    """Float module class -> statically quantized class: QuantStub, DeQuantStub, Linear, Conv2d, ReLU."""
+    """Float module class -> statically quantized class: the stubs, Linear, Conv2d, BatchNorm2d, FloatFunctional
+    and the fused modules."""
     return dict(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
 
 
 def get_default_qconfig_propagation_list() -> set:
     """The module types that prepare may give an output observer."""
-    return set(_OBSERVED_MODULES) | set(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS) | {nn.Sequential}
+    return set(_OBSERVED_MODULES) | set(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS) | {nn.Sequential, nnq.FloatFunctional}
 
 
 def propagate_qconfig_(module: nn.Module, qconfig_dict: dict | None = None, prefix: str = "",
@@ -77,7 +81,13 @@ def _observer_forward_hook(self: nn.Module, input: Any, output: Any) -> Any:
 
 def _add_observer_(module: nn.Module, propagation_list: set) -> None:
     """Attach `activation_post_process` (the qconfig's activation observer) to every leaf module of an
-    observed type, and a forward hook that feeds it the module's output.  DeQuantStub gets none."""
+    observed type, and a forward hook that feeds it the module's output.  DeQuantStub gets none; a
+    FloatFunctional's Identity is replaced by the observer, which its methods call."""
+    if isinstance(module, (nnq.FloatFunctional, nnq.QFunctional)):
+        # no hook: FloatFunctional's methods run their result through activation_post_process themselves
+        if getattr(module, "qconfig", None) is not None:
+            module.activation_post_process = module.qconfig.activation()
+        return
     fused = isinstance(module, nni._FusedModule)
     if not fused:
         for child in module.children():
@@ -139,7 +149,8 @@ def _remove_qconfig(module: nn.Module) -> None:
         _remove_qconfig(child)
     if "qconfig" in module.__dict__:
         del module.qconfig
-    if "activation_post_process" in module._modules:
+    # only observers go (a QFunctional's own Identity stays), as torch's _remove_activation_post_process
+    if isinstance(module._modules.get("activation_post_process"), ObserverBase):
         del module._modules["activation_post_process"]
         for key, hook in list(module._forward_hooks.items()):
             if hook is _observer_forward_hook:

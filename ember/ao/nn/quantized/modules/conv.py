@@ -12,13 +12,14 @@ from ember._ops.quantized_static import quantized_conv2d
 from ember._tensor import Tensor
 
 from .linear import quantize_weight
+from .utils import OutputQParams
 
 
 def _pair(value) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
 
-class Conv2d(nn.Module):
+class Conv2d(OutputQParams):
     """Quantized 2-d convolution: quint8 (N, C, H, W) -> quint8 with the module's scale and zero_point."""
 
     _version = 3
@@ -85,20 +86,12 @@ class Conv2d(nn.Module):
         self._weight = weight
         self._bias = None if bias is None else bias.detach()
 
-    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
+    def _save_weights(self, destination: dict, prefix: str) -> None:
         destination[prefix + "weight"] = self._weight
         destination[prefix + "bias"] = self._bias
-        destination[prefix + "scale"] = torch.tensor(self.scale)
-        destination[prefix + "zero_point"] = torch.tensor(self.zero_point)
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
+    def _load_weights(self, state_dict: dict, prefix: str) -> None:
         self.set_weight_bias(state_dict.pop(prefix + "weight"), state_dict.pop(prefix + "bias"))
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Conv2d:

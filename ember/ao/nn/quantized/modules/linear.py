@@ -11,6 +11,8 @@ from ember import nn
 from ember._ops.quantized_static import quantized_linear
 from ember._tensor import Tensor
 
+from .utils import OutputQParams
+
 
 class LinearPackedParams(nn.Module):
     """Holds (quantized weight, float bias) for quantized linear modules."""
@@ -52,7 +54,7 @@ class LinearPackedParams(nn.Module):
         return self._weight_bias().__repr__()
 
 
-class Linear(nn.Module):
+class Linear(OutputQParams):
     """torch.ao.nn.quantized.Linear: quint8 in, quint8 out, qint8 weight, float bias, static output qparams.
 
     The numerics are fbgemm's (NOTE [ Static quantized requantization ] in ember/_ops/quantized_static.py)."""
@@ -85,18 +87,6 @@ class Linear(nn.Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, scale={self.scale}, "
                 f"zero_point={self.zero_point}, qscheme={self.weight().qscheme()}")
-
-    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = torch.tensor(self.scale)
-        destination[prefix + "zero_point"] = torch.tensor(self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
 
     def weight(self) -> Tensor:
         """The quantized qint8 weight."""
