@@ -358,8 +358,9 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
 def fuse_horizontally(graph: Graph, printer) -> int:
     """Fused nodes that run one shared flat C function, are not recorded by autograd and do not depend on
     each other (an optimizer's per-parameter updates) become one node whose op calls the function's `_each`
-    loop once over all their argument sets: one dispatch and one C call instead of one per parameter (the
-    per-call Python cost was ~40 % of a compiled Adam step on 53 parameters).  Returns the nodes merged."""
+    loop once over all their argument sets: one dispatch and one C call instead of one per parameter (a
+    compiled Adam step on the GPT model's 53 parameters: 4.47 -> 4.06 ms, best of 600; each member's arrays
+    are still prepared and its outputs wrapped in Python).  Returns the nodes merged."""
     each = getattr(printer, "each", {})
     if not each:
         return 0
