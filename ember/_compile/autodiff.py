@@ -8,8 +8,9 @@ kernel).  Contributions to a row-level value from an elem-level use are summed o
 
 Kernel outputs are per (input, level): an input gets an elem gradient (full shape; broadcast inputs are
 summed back to their shape by the caller), a col gradient (a bias or norm weight over the last dim: K sums
-accumulated across rows in the kernel, in double) and/or a row gradient (L + (1,)).  Steps no output
-needs are dropped.  A group with an op that has no formula gets no backward kernel (recompute fallback).
+accumulated across rows in the kernel: float per 64-row block, the blocks in double) and/or a row gradient
+(L + (1,)).  Steps no output needs are dropped.  A group with an op that has no formula gets no backward
+kernel (recompute fallback).
 """
 
 from __future__ import annotations
