@@ -318,3 +318,41 @@ def test_no_collation_with_batch_size_none_uses_default_convert():
     for workers in (0, 2):
         out = list(edata.DataLoader(Arrays(), batch_size=None, num_workers=workers))
         assert [o["a"].tolist() for o in out] == [[0, 0], [1, 1], [2, 2]] and out[0]["s"] == "x"
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_tensor_dataset_batches_equal_the_per_sample_path(workers):
+    """A plain TensorDataset under default_collate is fetched with one indexing per tensor; the batches equal
+    the per-sample path's (a subclass, or any other collate_fn, takes that path) and torch's."""
+    import torch
+
+    from ember.utils.data import TensorDataset
+    from ember.utils.data._utils.collate import default_collate
+
+    class Subclassed(TensorDataset):
+        pass
+
+    values = np.random.default_rng(0).standard_normal((23, 2, 3)).astype(np.float32)
+    labels = np.arange(23) % 5
+    tensors = (ember.tensor(values), ember.tensor(labels), ember.tensor(labels > 2))
+
+    def batches(dataset, **kwargs):
+        loader = ember.utils.data.DataLoader(dataset, batch_size=5, shuffle=True, num_workers=workers,
+                                             generator=ember.Generator().manual_seed(1), **kwargs)
+        return [[t.numpy() for t in batch] for batch in loader]
+
+    fast = batches(TensorDataset(*tensors))
+    slow = batches(Subclassed(*tensors))
+    collated = batches(TensorDataset(*tensors), collate_fn=lambda samples: default_collate(samples))
+    for path in (slow, collated):
+        assert len(fast) == len(path) == 5
+        for a, b in zip(fast, path):
+            assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
+    # against torch in order (the two libraries' generators shuffle differently)
+    ours = ember.utils.data.DataLoader(TensorDataset(*tensors), batch_size=5, num_workers=workers)
+    theirs = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(*(torch.from_numpy(t.numpy()) for t in tensors)), batch_size=5)
+    for a, b in zip(ours, theirs, strict=True):
+        assert isinstance(a, list) and isinstance(b, list)
+        assert all(str(x.dtype) == str(y.dtype).replace("torch", "ember") and np.array_equal(x.numpy(), y.numpy())
+                   for x, y in zip(a, b))
