@@ -48,6 +48,8 @@ def _forward_steps(fn, projected, h, c, w_hh, reverse):
     """Per step: activated gates (i, f, g, o side by side), cell state and output, each stacked over time."""
     hidden = c.shape[-1]
     w_t = w_hh.T
+    if hasattr(w_t, "flags"):  # arrays: OpenBLAS multiplies by a contiguous (H, 4H) faster than by a transpose
+        w_t = w_t.copy()  # (32x256 @ 256x1024: 268 vs 309 us per step, once per call to copy)
     gates, cells, outputs = [None] * projected.shape[0], [None] * projected.shape[0], [None] * projected.shape[0]
     for t in _time_order(projected.shape[0], reverse):
         pre = projected[t] + h @ w_t
