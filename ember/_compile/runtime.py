@@ -364,15 +364,8 @@ def fuse_horizontally(graph: Graph, printer) -> int:
     each = getattr(printer, "each", {})
     if not each:
         return 0
-    ancestors: dict = {}
     candidates: dict = {}
     for node in graph.nodes:
-        found = set()
-        for value in iter_values(node.args):
-            producer = value.node
-            found.add(id(producer))
-            found |= ancestors.get(id(producer), set())
-        ancestors[id(node)] = found
         if node.kind != "fused" or node.symbolic_params is not None:
             continue
         group = node.group
@@ -380,6 +373,20 @@ def fuse_horizontally(graph: Graph, printer) -> int:
         recorded = group.grad_enabled and any(v.requires_grad for v in group.inputs)
         if name in each and not recorded:
             candidates.setdefault((name, group.grad_enabled), []).append(node)
+    candidates = {key: nodes for key, nodes in candidates.items() if len(nodes) > 1}
+    if not candidates:
+        return 0
+    # the candidates each node depends on (sets of candidate ids only: small even in a large graph)
+    wanted = {id(node) for nodes in candidates.values() for node in nodes}
+    ancestors: dict = {}
+    for node in graph.nodes:
+        found = set()
+        for value in iter_values(node.args):
+            producer = id(value.node)
+            if producer in wanted:
+                found.add(producer)
+            found |= ancestors.get(producer, frozenset())
+        ancestors[id(node)] = found
     merged = 0
     for (name, grad_enabled), nodes in candidates.items():
         batch = []
