@@ -77,6 +77,24 @@ def _batch_mahalanobis(bL, bx):
     return reshaped_M.reshape(bx_batch_shape)
 
 
+def unbroadcasted_scale_tril(scale_tril, covariance_matrix, precision_matrix) -> Tensor:
+    """The lower Cholesky factor behind whichever one of the three parametrisations was given (MultivariateNormal,
+    Wishart)."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return ember.linalg.cholesky(covariance_matrix)
+    return _precision_to_scale_tril(precision_matrix)
+
+
+def expand_cached_matrices(source, target, shape) -> None:
+    """Copy `source`'s already computed covariance / scale_tril / precision matrices to `target`, expanded to
+    `shape` (a distribution's expand keeps what was cached, as torch's do)."""
+    for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+        if name in source.__dict__:
+            setattr(target, name, source.__dict__[name].expand(shape))
+
+
 def _precision_to_scale_tril(P):
     # Ref: https://nbviewer.jupyter.org/gist/fehiepsi/5ef8e09e61604f10607380467eb82006#Precision-to-scale_tril
     Lf = ember.linalg.cholesky(ember.flip(P, (-2, -1)))
@@ -184,12 +202,7 @@ class MultivariateNormal(Distribution):
         event_shape = self.loc.shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:  # precision_matrix is not None
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = unbroadcasted_scale_tril(scale_tril, covariance_matrix, precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -198,12 +211,7 @@ class MultivariateNormal(Distribution):
         cov_shape = batch_shape + self.event_shape + self.event_shape
         new.loc = self.loc.expand(loc_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        if "covariance_matrix" in self.__dict__:
-            new.covariance_matrix = self.covariance_matrix.expand(cov_shape)
-        if "scale_tril" in self.__dict__:
-            new.scale_tril = self.scale_tril.expand(cov_shape)
-        if "precision_matrix" in self.__dict__:
-            new.precision_matrix = self.precision_matrix.expand(cov_shape)
+        expand_cached_matrices(self, new, cov_shape)
         super(MultivariateNormal, new).__init__(
             batch_shape, self.event_shape, validate_args=False
         )

@@ -10,7 +10,7 @@ from . import constraints
 from ._types import Number, _Number, _size
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import expand_cached_matrices, unbroadcasted_scale_tril
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
@@ -135,12 +135,7 @@ class Wishart(ExponentialFamily):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
 
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:  # precision_matrix is not None
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = unbroadcasted_scale_tril(scale_tril, covariance_matrix, precision_matrix)
 
         # Chi2 distribution is needed for Bartlett decomposition sampling
         self._dist_chi2 = _bartlett_chi2(
@@ -156,12 +151,7 @@ class Wishart(ExponentialFamily):
 
         new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
 
-        if "covariance_matrix" in self.__dict__:
-            new.covariance_matrix = self.covariance_matrix.expand(cov_shape)
-        if "scale_tril" in self.__dict__:
-            new.scale_tril = self.scale_tril.expand(cov_shape)
-        if "precision_matrix" in self.__dict__:
-            new.precision_matrix = self.precision_matrix.expand(cov_shape)
+        expand_cached_matrices(self, new, cov_shape)
 
         new._dist_chi2 = _bartlett_chi2(
             new.df, batch_shape, self.event_shape[-1], new._unbroadcasted_scale_tril.dtype

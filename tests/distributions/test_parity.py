@@ -66,6 +66,21 @@ def assert_grads_match(torch_out, torch_params, ember_out, ember_params, rtol=1e
         assert_close(actual, expected, rtol, atol)
 
 
+class GivenGamma(torch.autograd.Function):
+    """A Gamma(alpha, 1) 'sample' fixed to a given value, with torch's reparameterised backward (the reference
+    for ember's gamma-based rsample gradients: same sample, torch's gradient formula)."""
+
+    @staticmethod
+    def forward(ctx, alpha, sample):
+        ctx.save_for_backward(alpha, sample)
+        return sample.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        alpha, sample = ctx.saved_tensors
+        return grad * torch._standard_gamma_grad(alpha.expand(sample.shape), sample), None
+
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_shapes_and_flags(case):
     torch_dist, _, ember_dist, _ = both(case)

@@ -9,7 +9,7 @@ import torch
 import ember
 
 from ._cases import CASES
-from .test_parity import assert_close, assert_grads_match
+from .test_parity import GivenGamma, assert_close, assert_grads_match
 
 BY_NAME = {case.name: case for case in CASES}
 HEAVY_TAILED = {"Cauchy", "HalfCauchy", "StudentT", "Pareto", "FisherSnedecor", "InverseGamma", "LogisticNormal",
@@ -42,20 +42,6 @@ def test_samples_are_seeded():
     assert bool((dist.sample((5,)) == first).all())
 
 
-class _GivenGamma(torch.autograd.Function):
-    """A Gamma(alpha, 1) 'sample' fixed to a given value, with torch's reparameterised backward."""
-
-    @staticmethod
-    def forward(ctx, alpha, sample):
-        ctx.save_for_backward(alpha, sample)
-        return sample.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        alpha, sample = ctx.saved_tensors
-        return grad * torch._standard_gamma_grad(alpha.expand(sample.shape), sample), None
-
-
 class _GivenDirichlet(torch.autograd.Function):
     @staticmethod
     def forward(ctx, concentration, sample):
@@ -81,7 +67,7 @@ def _mvn(torch_dist, torch_params, sample):
 
 def _gamma(torch_dist, torch_params, sample):
     rate = torch_dist.rate
-    return _GivenGamma.apply(torch_dist.concentration, torch.tensor(sample) * rate.detach()) / rate
+    return GivenGamma.apply(torch_dist.concentration, torch.tensor(sample) * rate.detach()) / rate
 
 
 def _dirichlet(torch_dist, torch_params, sample):

@@ -13,7 +13,7 @@ import ember
 from ember.autograd import gradcheck
 
 from ._cases import Case
-from .test_parity import assert_close, assert_grads_match
+from .test_parity import GivenGamma, assert_close, assert_grads_match
 
 RNG = np.random.default_rng(2024)
 
@@ -118,16 +118,21 @@ def test_wishart_flags_and_shapes(case):
     assert repr(ember_dist).replace("ember", "torch") == repr(torch_dist)
 
 
-@pytest.mark.parametrize("case", WISHART_CASES, ids=WISHART_IDS)
-def test_wishart_log_prob_and_gradients(case):
+def _check_log_prob_and_gradients(case, values):
+    """log_prob of `values(torch_dist)` and its gradients to the parameters and the value, equal to torch's."""
     torch_dist, torch_params, ember_dist, ember_params = both(case)
-    value = wishart_values(torch_dist)
+    value = values(torch_dist)
     torch_value = torch.tensor(value, requires_grad=True)
     ember_value = ember.tensor(value, requires_grad=True)
     expected = torch_dist.log_prob(torch_value)
     actual = ember_dist.log_prob(ember_value)
     assert_close(actual, expected)
     assert_grads_match(expected, {**torch_params, "value": torch_value}, actual, {**ember_params, "value": ember_value})
+
+
+@pytest.mark.parametrize("case", WISHART_CASES, ids=WISHART_IDS)
+def test_wishart_log_prob_and_gradients(case):
+    _check_log_prob_and_gradients(case, wishart_values)
 
 
 @pytest.mark.parametrize("case", WISHART_CASES, ids=WISHART_IDS)
@@ -259,20 +264,6 @@ def test_wishart_samples_and_log_prob_agree():
     assert abs(weights.mean() - 1) <= 5 * weights.std() / math.sqrt(weights.size), weights.mean()
 
 
-class _GivenGamma(torch.autograd.Function):
-    """A Gamma(alpha, 1) 'sample' fixed to a given value, with torch's reparameterised backward."""
-
-    @staticmethod
-    def forward(ctx, alpha, sample):
-        ctx.save_for_backward(alpha, sample)
-        return sample.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        alpha, sample = ctx.saved_tensors
-        return grad * torch._standard_gamma_grad(alpha.expand(sample.shape), sample), None
-
-
 def _torch_bartlett(df, tril, sample):
     """torch's Wishart rsample given the draw that produced `sample`: the Bartlett factor A is recovered as the
     Cholesky factor of L^-1 W L^-T, and its squared diagonal (chi2 draws) carries torch's gamma gradient."""
@@ -281,7 +272,7 @@ def _torch_bartlett(df, tril, sample):
     A = torch.tensor(np.linalg.cholesky(L_inverse @ sample @ np.swapaxes(L_inverse, -1, -2)))
     p = L.shape[-1]
     half_df = (df.unsqueeze(-1) - torch.arange(p, dtype=df.dtype)) / 2
-    chi2 = _GivenGamma.apply(half_df.expand(A.shape[:-1]), A.diagonal(dim1=-2, dim2=-1) ** 2 / 2) * 2
+    chi2 = GivenGamma.apply(half_df.expand(A.shape[:-1]), A.diagonal(dim1=-2, dim2=-1) ** 2 / 2) * 2
     noise = torch.diag_embed(chi2.sqrt()) + A.tril(-1)
     chol = tril @ noise
     return chol @ chol.mT
@@ -468,14 +459,7 @@ def test_lkj_flags_shapes_and_unimplemented_moments(case):
 
 @pytest.mark.parametrize("case", LKJ_CASES, ids=LKJ_IDS)
 def test_lkj_log_prob_and_gradients(case):
-    torch_dist, torch_params, ember_dist, ember_params = both(case)
-    value = lkj_values(torch_dist)
-    torch_value = torch.tensor(value, requires_grad=True)
-    ember_value = ember.tensor(value, requires_grad=True)
-    expected = torch_dist.log_prob(torch_value)
-    actual = ember_dist.log_prob(ember_value)
-    assert_close(actual, expected)
-    assert_grads_match(expected, {**torch_params, "value": torch_value}, actual, {**ember_params, "value": ember_value})
+    _check_log_prob_and_gradients(case, lkj_values)
 
 
 @pytest.mark.parametrize("case", LKJ_CASES, ids=LKJ_IDS)

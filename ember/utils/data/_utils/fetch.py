@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import ember
 
+from ..dataset import TensorDataset
+from .collate import default_collate
+
 
 class _BaseDatasetFetcher:
     def __init__(self, dataset, auto_collation: bool, collate_fn, drop_last: bool) -> None:
@@ -48,9 +51,6 @@ class _IterableDatasetFetcher(_BaseDatasetFetcher):
 class _MapDatasetFetcher(_BaseDatasetFetcher):
     def _rows_of_tensors(self) -> bool:
         """A plain TensorDataset (not a subclass, which may override __getitem__) under default_collate."""
-        from ..dataset import TensorDataset
-        from .collate import default_collate
-
         return type(self.dataset) is TensorDataset and self.collate_fn is default_collate
 
     def fetch(self, possibly_batched_index):
