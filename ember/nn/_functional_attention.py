@@ -58,13 +58,17 @@ def _key_stop(causal, stop, key_length):
     return min(stop, key_length) if causal else key_length
 
 
-def _block_scores(xp, q_block, k, mask_block, causal, start):
-    """Scores of one query block against the keys it can see: q_block (already scaled) @ k[:kv].T, masked.
+def _block_scores(xp, q_block, k_t, mask_block, causal, start, scale):
+    """Scores of one query block against the keys it can see: q_block @ k_t[..., :kv] (k_t is K^T), times
+    `scale` (None: the softmax kernel scales them), masked.  The scores are scaled, not the queries, as in
+    torch's flash kernels.
 
     Written in place (one pass per step over the block x kv matrix) because attention's time on CPU is
     these elementwise passes more than its two small GEMMs."""
-    kv = _key_stop(causal, start + q_block.shape[-2], k.shape[-2])
-    scores = xp.matmul(q_block, xp.swapaxes(k[..., :kv, :], -1, -2))
+    kv = _key_stop(causal, start + q_block.shape[-2], k_t.shape[-1])
+    scores = xp.matmul(q_block, k_t[..., :kv])
+    if scale is not None:
+        scores *= scale
     if causal and kv > start:
         rows = xp.arange(start, start + q_block.shape[-2])[:, None]
         cols = xp.arange(start, kv)[None, :]
@@ -76,6 +80,17 @@ def _block_scores(xp, q_block, k, mask_block, causal, start):
         else:
             scores += mask_block
     return scores
+
+
+def _transposed(xp, array):
+    """array^T (last two dims swapped) for the right-hand side of a GEMM: a contiguous copy for NumPy, whose
+    BLAS runs attention's small NN products ~1.6x faster than NT ones (see ember/_compile/transpose.py);
+    a view elsewhere."""
+    if xp is np:
+        from .._compile.transpose import transposed
+
+        return transposed(array)
+    return xp.swapaxes(array, -1, -2)
 
 
 def _dropout_keep(shape, seed, block_index, p):
@@ -104,14 +119,18 @@ def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
     keep = _keeps_probabilities(q.shape, k.shape)
     # only the blocks' visible keys are written (and read back): causal leaves the rest unset
     probabilities = xp.empty(q.shape[:-1] + (k.shape[-2],) if keep else (0,), q.dtype)
-    q = q * q.dtype.type(scale)  # scale the L x D queries, not the L x S scores
+    scale = q.dtype.type(scale)
+    k_t = _transposed(xp, k)
     block = _query_block(causal)
     for index, start in enumerate(range(0, length, block)):
         stop = min(start + block, length)
-        scores = _block_scores(xp, q[..., start:stop, :], k, _mask_block(mask, start, stop), causal, start)
-        kv = scores.shape[-1]
-        kernel = _softmax_kernel(scores) if mask is None and dropout_p == 0 else None
-        if kernel is not None:  # one generated loop instead of NumPy's max/subtract/exp/sum/divide passes
+        kv = _key_stop(causal, stop, k.shape[-2])
+        kernel = None
+        if mask is None and dropout_p == 0:
+            kernel = _softmax_kernel(xp, q.shape[:-2] + (stop - start, kv), q.dtype, scale)
+        scores = _block_scores(xp, q[..., start:stop, :], k_t, _mask_block(mask, start, stop), causal, start,
+                               None if kernel is not None else scale)
+        if kernel is not None:  # one generated loop (scale, max, exp, sum, divide) instead of NumPy's passes
             row_max, total, weights = kernel(scores)
             lse[..., start:stop] = (row_max + xp.log(total))[..., 0]
             if keep:
@@ -158,15 +177,18 @@ def _softmax_rows(scores):
     return row_max, total, weights / total
 
 
-def _softmax_kernel(scores):
+def _softmax_kernel(xp, shape, dtype, scale):
     """The generated kernel (ember/_compile/native.py) returning a score block's row max, row sum of
-    exponentials and softmax, or None (NumPy passes).  Only for blocks where no row is fully masked (no
-    attn_mask: a causal row always sees its own key), since the kernel has no all -inf row case."""
+    exponentials and softmax of the scores times `scale`, or None (NumPy passes).  Only for blocks where no
+    row is fully masked (no attn_mask: a causal row always sees its own key), since the kernel has no
+    all -inf row case."""
     from .._compile import native
 
-    if type(scores) is not np.ndarray or not native.usable(scores, -1):
+    if xp is not np or dtype not in (np.float32, np.float64) or math.prod(shape) < native.MIN_ELEMENTS \
+            or shape[-1] == 0 or not scale > 0:  # a negative scale would turn the causal -inf into +inf
         return None
-    return native.kernels("sdpa_softmax", _softmax_rows, dt.float32 if scores.dtype == np.float32 else dt.float64)
+    return native.kernels(f"sdpa_softmax_{float(scale)!r}", lambda scores: _softmax_rows(scores * float(scale)),
+                          dt.float32 if dtype == np.float32 else dt.float64)
 
 
 def _scale_in_place(weights, kept, p):
@@ -185,7 +207,8 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
     # operands of different layouts (g often arrives transposed) several times slower than matching ones
     delta = xp.einsum("...d,...d->...", g, out)[..., None]
     scale = q.dtype.type(scale)
-    scaled_q = None if saved is not None else q * scale  # recomputing the scores needs the scaled queries
+    k_t = _transposed(xp, k) if saved is None else None  # recomputing the scores needs K^T
+    v_t = _transposed(xp, v)
     block = _query_block(causal)
     for index, start in enumerate(range(0, length, block)):
         stop = min(start + block, length)
@@ -194,7 +217,7 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
             kv = _key_stop(causal, stop, k.shape[-2])
             probabilities = saved[..., start:stop, :kv]
         else:
-            scores = _block_scores(xp, scaled_q[..., start:stop, :], k, _mask_block(mask, start, stop), causal, start)
+            scores = _block_scores(xp, q_block, k_t, _mask_block(mask, start, stop), causal, start, scale)
             kv = scores.shape[-1]
             probabilities = xp.exp(xp.subtract(scores, lse[..., start:stop, None], out=scores), out=scores)
         g_block = g[..., start:stop, :]
@@ -206,7 +229,7 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
             keep = None
             dropped = probabilities
         grad_v[..., :kv, :] += xp.matmul(xp.swapaxes(dropped, -1, -2), g_block)
-        grad_scores = xp.matmul(g_block, xp.swapaxes(v[..., :kv, :], -1, -2))
+        grad_scores = xp.matmul(g_block, v_t[..., :kv])
         if keep is not None:
             grad_scores *= keep
         grad_scores -= delta[..., start:stop, :]
