@@ -201,8 +201,7 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
     saved = saved if saved.size else None  # the forward's softmax, when it kept it (_keeps_probabilities)
     length = q.shape[-2]
     grad_q = _like(xp, q.shape, q.dtype, q, xp.empty)
-    grad_k = xp.zeros(q.shape[:-2] + k.shape[-2:], q.dtype) if k.ndim == q.ndim else xp.zeros_like(k)
-    grad_v = xp.zeros(q.shape[:-2] + v.shape[-2:], q.dtype) if v.ndim == q.ndim else xp.zeros_like(v)
+    grad_k, grad_v = (_GradientSum(xp, q, t) for t in (k, v))
     # one fused multiply-and-sum per row: (g * out).sum(-1) builds an L x D temporary, and NumPy multiplies
     # operands of different layouts (g often arrives transposed) several times slower than matching ones
     delta = xp.einsum("...d,...d->...", g, out)[..., None]
@@ -210,7 +209,9 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
     k_t = _transposed(xp, k) if saved is None else None  # recomputing the scores needs K^T
     v_t = _transposed(xp, v)
     block = _query_block(causal)
-    for index, start in enumerate(range(0, length, block)):
+    # the last query block first: under is_causal it sees every key, so its products are written straight
+    # into the gradients and the earlier blocks add into a prefix of them
+    for index, start in reversed(list(enumerate(range(0, length, block)))):
         stop = min(start + block, length)
         q_block = q[..., start:stop, :]
         if saved is not None:
@@ -228,7 +229,7 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
         else:
             keep = None
             dropped = probabilities
-        grad_v[..., :kv, :] += xp.matmul(xp.swapaxes(dropped, -1, -2), g_block)
+        grad_v.add(xp.swapaxes(dropped, -1, -2), g_block)
         grad_scores = xp.matmul(g_block, v_t[..., :kv])
         if keep is not None:
             grad_scores *= keep
@@ -238,19 +239,39 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout
         # scaling the L x D queries and grad_q
         grad_scores *= scale
         xp.matmul(grad_scores, k[..., :kv, :], out=grad_q[..., start:stop, :])
-        grad_k[..., :kv, :] += xp.matmul(xp.swapaxes(grad_scores, -1, -2), q_block)
-    # summed over query blocks in contiguous buffers (adding into a transposed layout is slower), then laid out
-    # like k and v
-    return grad_q, _relaid(xp, grad_k, k), _relaid(xp, grad_v, v)
+        grad_k.add(xp.swapaxes(grad_scores, -1, -2), q_block)
+    return grad_q, grad_k.result(), grad_v.result()
 
 
-def _relaid(xp, array, reference):
-    """`array` laid out like `reference` (see _like)."""
-    out = _like(xp, array.shape, array.dtype, reference, xp.empty)
-    if out.strides == array.strides:
-        return array
-    out[...] = array
-    return out
+class _GradientSum:
+    """grad_k or grad_v summed over query blocks: the first block's product is written into the buffer
+    (laid out like k / v, see _like; no zero fill), later ones add into the keys they see."""
+
+    def __init__(self, xp, q, reference) -> None:
+        self.xp = xp
+        if reference.ndim == q.ndim:
+            self.buffer = _like(xp, q.shape[:-2] + reference.shape[-2:], q.dtype, reference, xp.empty)
+            self.written = 0  # keys [0, written) hold a sum
+        else:
+            self.buffer = xp.zeros_like(reference)
+            self.written = reference.shape[-2]
+
+    def add(self, a, b) -> None:
+        """Add a @ b into the first a.shape[-2] keys."""
+        xp, buffer, written, kv = self.xp, self.buffer, self.written, a.shape[-2]
+        if written == 0:
+            xp.matmul(a, b, out=buffer[..., :kv, :])
+        else:
+            product = xp.matmul(a, b)
+            buffer[..., :min(kv, written), :] += product[..., :written, :]
+            if kv > written:
+                buffer[..., written:kv, :] = product[..., written:, :]
+        self.written = max(written, kv)
+
+    def result(self):
+        if self.written < self.buffer.shape[-2]:  # keys no query saw (causal with fewer queries than keys)
+            self.buffer[..., self.written:, :] = 0
+        return self.buffer
 
 
 def _sdpa_backward(ctx, grads):
