@@ -84,10 +84,10 @@ def _block_scores(xp, q_block, k_t, mask_block, causal, start, scale):
 
 def _transposed(xp, array):
     """array^T (last two dims swapped) for the right-hand side of a GEMM: a contiguous copy for NumPy, whose
-    BLAS runs attention's small NN products ~1.6x faster than NT ones (see ember/_compile/transpose.py);
+    BLAS runs attention's small NN products ~1.6x faster than NT ones (see ember/_compile/loops.py);
     a view elsewhere."""
     if xp is np:
-        from .._compile.transpose import transposed
+        from .._compile.loops import transposed
 
         return transposed(array)
     return xp.swapaxes(array, -1, -2)

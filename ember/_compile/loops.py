@@ -1,0 +1,118 @@
+"""Small hand-written C loops for eager steps that NumPy runs slowly: a transposing copy and a row scatter-add.
+
+- `transposed`: attention multiplies by K^T and V^T, and K and V usually arrive (batch, heads, length, dim)
+  with dim innermost, so the product is a transposed ("NT") GEMM; OpenBLAS runs those small batched NT
+  products at about 65 GFLOP/s on one core where the plain ("NN") ones reach 105.  Copying K^T out first
+  pays only if the copy is cheap: NumPy's strided copy of a 16x4x128x64 float K takes 0.49 ms, the 16x16
+  tiled loop here 0.14 ms (reads and writes both stay within cache lines).
+- `add_rows`: rows of values added into the rows an index picks, repeated indices adding up in index order
+  (an embedding's backward): NumPy's add.at takes 4.5 ms for 2048 rows of 256, a stable sort and add.reduceat
+  0.7 ms, this loop ~0.1 ms, adding in the same order, so the sums are the same bits.
+
+Built once through the compiler's disk-cached `codegen.compile_library`; without a C compiler the callers
+fall back to NumPy (`transposed` copies with NumPy, `add_rows` returns False).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from . import codegen
+
+_SOURCE = """\
+/* dst[n][c][r] = src[n0 * s0 + n1 * s1 + r * sr + c], n = n0 * N1 + n1: 16x16 tiles */
+#define TRANSPOSE(NAME, T) \\
+void NAME(const T* restrict src, T* restrict dst, long N0, long N1, long R, long C, long s0, long s1, long sr) \\
+{ \\
+    for (long n0 = 0; n0 < N0; n0++) \\
+        for (long n1 = 0; n1 < N1; n1++) { \\
+            const T* s = src + n0 * s0 + n1 * s1; \\
+            T* d = dst + (n0 * N1 + n1) * R * C; \\
+            for (long r0 = 0; r0 < R; r0 += 16) \\
+                for (long c0 = 0; c0 < C; c0 += 16) { \\
+                    long r1 = r0 + 16 < R ? r0 + 16 : R, c1 = c0 + 16 < C ? c0 + 16 : C; \\
+                    for (long c = c0; c < c1; c++) \\
+                        for (long r = r0; r < r1; r++) \\
+                            d[c * R + r] = s[r * sr + c]; \\
+                } \\
+        } \\
+}
+/* out[index[i]][k] += values[i][k], i in order */
+#define ADD_ROWS(NAME, T) \\
+void NAME(T* restrict out, const long* restrict index, const T* restrict values, long N, long K) \\
+{ \\
+    for (long i = 0; i < N; i++) { \\
+        T* row = out + index[i] * K; \\
+        const T* v = values + i * K; \\
+        _Pragma("omp simd") \\
+        for (long k = 0; k < K; k++) row[k] += v[k]; \\
+    } \\
+}
+TRANSPOSE(ember_transpose_f32, float)
+TRANSPOSE(ember_transpose_f64, double)
+ADD_ROWS(ember_add_rows_f32, float)
+ADD_ROWS(ember_add_rows_f64, double)
+"""
+
+_FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_functions: list = []  # [None] when no compiler, else [{(name, dtype): function}]
+_lock = threading.Lock()
+
+
+def _library():
+    if not _functions:
+        with _lock:
+            if not _functions:
+                try:
+                    library = codegen.compile_library(_SOURCE)
+                except (codegen.CompilerMissing, codegen.CompileError, OSError):
+                    _functions.append(None)
+                else:
+                    found = {}
+                    for dtype, suffix in _FLOATS.items():
+                        for name, n_longs in (("transpose", 7), ("add_rows", 2)):
+                            fn = getattr(library, f"ember_{name}_{suffix}")
+                            fn.restype = None
+                            pointers = 2 if name == "transpose" else 3
+                            fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_long] * n_longs
+                            found[name, dtype] = fn
+                    _functions.append(found)
+    return _functions[0]
+
+
+def _function(name: str, dtype):
+    functions = _library() if dtype in _FLOATS else None
+    return functions.get((name, dtype)) if functions else None
+
+
+def transposed(array: np.ndarray) -> np.ndarray:
+    """A contiguous copy of `array` with its last two dims swapped (`array.swapaxes(-1, -2)`), for a
+    4-D NumPy float array whose last dim is contiguous; any other array gets NumPy's copy."""
+    fn = _function("transpose", array.dtype) if type(array) is np.ndarray and array.ndim == 4 else None
+    item = array.itemsize
+    if fn is None or array.strides[3] != item or any(s % item for s in array.strides):
+        return np.ascontiguousarray(array.swapaxes(-1, -2))
+    n0, n1, rows, columns = array.shape
+    out = np.empty((n0, n1, columns, rows), array.dtype)
+    s0, s1, sr = (s // item for s in array.strides[:3])
+    fn(array.ctypes.data, out.ctypes.data, n0, n1, rows, columns, s0, s1, sr)
+    return out
+
+
+def add_rows(region: np.ndarray, index: np.ndarray, values: np.ndarray) -> bool:
+    """region[index[i]] += values[i] for each i in order (index: 1-D, in range, non-negative; values shaped
+    index.shape + region.shape[1:]).  False, with nothing written, where the loop does not apply (not
+    C-contiguous float NumPy arrays of one dtype, or no compiler): the caller adds another way."""
+    if not (type(region) is np.ndarray and type(values) is np.ndarray and region.dtype == values.dtype
+            and region.flags.c_contiguous and region.flags.writeable and index.dtype.kind in "iu"):
+        return False
+    fn = _function("add_rows", region.dtype)
+    if fn is None:
+        return False
+    values = np.ascontiguousarray(values)
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    fn(region.ctypes.data, index.ctypes.data, values.ctypes.data, index.size, values.size // max(index.size, 1))
+    return True

@@ -1,0 +1,93 @@
+"""The hand-written C loops (ember/_compile/loops.py): attention's K^T / V^T copy, the embedding backward's
+row scatter-add."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember._compile import codegen, loops
+
+RNG = np.random.default_rng(0)
+
+
+def _cases():
+    qkv = RNG.standard_normal((3, 37, 3 * 40))
+    heads_last = qkv[..., 40:80].reshape(3, 37, 5, 8).swapaxes(1, 2)  # a k split from one qkv projection
+    contiguous = RNG.standard_normal((2, 3, 19, 33))
+    flipped = contiguous[::-1, :, ::-2]  # negative and doubled strides, last dim still contiguous
+    return {"heads_last": heads_last, "contiguous": contiguous, "flipped": flipped,
+            "float32": heads_last.astype(np.float32)[:, :, 1:], "lastdim_strided": contiguous[..., ::2],
+            "3d": contiguous[0]}
+
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_transposed_is_the_swapped_copy(name):
+    array = _cases()[name]
+    out = loops.transposed(array)
+    assert out.flags.c_contiguous and out.dtype == array.dtype
+    assert np.array_equal(out, array.swapaxes(-1, -2))
+
+
+@pytest.mark.skipif(codegen.find_compiler() is None, reason="needs a C compiler")
+def test_the_c_copy_runs_for_4d_float_arrays(monkeypatch):
+    """The C function (not NumPy's copy) handles 4-D float arrays with a contiguous last dim."""
+    calls = []
+    functions = loops._library()
+    monkeypatch.setattr(loops, "_functions", [{key: (lambda fn: lambda *a: calls.append(1) or fn(*a))(fn)
+                                               for key, fn in functions.items()}])
+    cases = _cases()
+    for name in ("heads_last", "contiguous", "flipped", "float32"):
+        assert np.array_equal(loops.transposed(cases[name]), cases[name].swapaxes(-1, -2))
+    assert len(calls) == 4
+    loops.transposed(cases["lastdim_strided"])
+    assert len(calls) == 4  # a strided last dim goes to NumPy
+
+
+def test_without_a_compiler_numpy_copies(monkeypatch):
+    monkeypatch.setattr(loops, "_functions", [None])
+    array = _cases()["heads_last"]
+    assert np.array_equal(loops.transposed(array), array.swapaxes(-1, -2))
+
+
+def test_add_rows_adds_repeated_rows_in_index_order():
+    """Sequential adds in index order: the same bits as adding the rows one at a time in a Python loop."""
+    region = RNG.standard_normal((7, 3, 5)).astype(np.float32)
+    index = RNG.integers(0, 7, 50)
+    values = RNG.standard_normal((50, 3, 5)).astype(np.float32)
+    want = region.copy()
+    for i, row in zip(index, values):
+        want[i] += row
+    got = region.copy()
+    if not loops.add_rows(got, index, values):
+        pytest.skip("no C compiler")
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("compiler", [True, False])
+def test_embedding_backward_matches_torch(monkeypatch, compiler):
+    """An embedding's weight gradient (index_put with accumulate) equals torch's bit for bit with the C loop
+    (both add in index order); the sort-and-reduceat path used without a compiler sums groups in another
+    order, within float32 rounding.  Negative indices of index_put_ too."""
+    import torch
+
+    if not compiler:
+        monkeypatch.setattr(loops, "_functions", [None])
+    index = RNG.integers(0, 64, (16, 128))
+    grad = RNG.standard_normal((16, 128, 32)).astype(np.float32)
+    weights = []
+    for lib in (torch, ember):
+        weight = lib.zeros(64, 32, requires_grad=True)
+        lib.nn.functional.embedding(lib.tensor(index), weight).backward(lib.tensor(grad))
+        weights.append(weight.grad.numpy())
+    exact = compiler and codegen.find_compiler() is not None
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-5, atol=1e-5)
+    if exact:
+        assert np.array_equal(weights[0], weights[1])
+    base = RNG.standard_normal((10, 4)).astype(np.float32)
+    rows = RNG.integers(-10, 10, 40)
+    values = RNG.standard_normal((40, 4)).astype(np.float32)
+    results = [lib.tensor(base).index_put_((lib.tensor(rows),), lib.tensor(values), accumulate=True).numpy()
+               for lib in (torch, ember)]
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-6)
+    if exact:
+        assert np.array_equal(results[1], results[0])  # torch's CPU kernel also adds in index order
