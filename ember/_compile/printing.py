@@ -7,18 +7,33 @@ inline, with the user's source line as a comment.
 
 from __future__ import annotations
 
+import math
+
 from .graph import Graph, Value, iter_values
 
 
-def _arg_text(arg) -> str:
+def _literal(value) -> str:
+    """Python source for a constant: its repr, except a non-finite float (repr gives `inf`, not Python)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"
+    return repr(value)
+
+
+def _arg_text(arg, namespace: dict | None = None) -> str:
+    """An op argument as source.  With `namespace` (the runner's globals) a constant that is not a plain
+    literal (a dtype, a device, an object) is passed by reference, as a global named for it."""
     if isinstance(arg, Value):
         return arg.name
     if isinstance(arg, tuple):
-        inner = ", ".join(_arg_text(a) for a in arg)
+        inner = ", ".join(_arg_text(a, namespace) for a in arg)
         return f"({inner},)" if len(arg) == 1 else f"({inner})"
     if isinstance(arg, list):
-        return "[" + ", ".join(_arg_text(a) for a in arg) + "]"
-    return repr(arg)
+        return "[" + ", ".join(_arg_text(a, namespace) for a in arg) + "]"
+    if namespace is not None and not (arg is None or type(arg) in (bool, int, float, str)):
+        name = f"const_{len([k for k in namespace if k.startswith('const_')])}"
+        namespace[name] = arg
+        return name
+    return _literal(arg)
 
 
 def _targets(node) -> str:
@@ -40,7 +55,7 @@ def graph_code(graph: Graph) -> str:
         if node.kind in ("call", "fused"):
             args = ", ".join(_arg_text(a) for a in node.args)
             shown = node.symbolic_params if node.symbolic_params is not None else node.params
-            params = ", ".join(f"{k}={v!r}" for k, v in shown.items())
+            params = ", ".join(f"{k}={_literal(v)}" for k, v in shown.items())
             meta = ", ".join(f"{v.dtype.name}{list(v.shape)}" for v in node.results)
             call = f"{node.op.name}({args}{', ' + params if params else ''})"
             comment = f"  # {meta}"
@@ -76,7 +91,7 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
             namespace[f"params_{node.name}"] = node.params
             extra = getattr(node, "index_args", 0)
             op_args = node.args[:len(node.args) - extra]
-            args = ", ".join(_arg_text(a) for a in op_args)
+            args = ", ".join(_arg_text(a, namespace) for a in op_args)
             args = f"({args},)" if len(op_args) == 1 else f"({args})"
             params = f", params_{node.name}" if node.params else ""
             if node.symbolic_params is not None:

@@ -231,3 +231,24 @@ def test_setitem_into_a_fresh_tensor_is_recorded():
         q = ember.ones(2, 3) * scale
         np.testing.assert_array_equal(compiled(q).numpy(), np.pad(q.numpy(), ((0, 0), (1, 1))) * 2)
     assert compiled.graph_breaks == []
+
+
+@pytest.mark.parametrize("shape", [(4, 8), (256, 256)])  # replayed op by op / with fused kernels
+def test_non_finite_and_object_constants_replay(shape):
+    """Constant arguments the graph runner cannot write as literals -- -inf (a causal mask's fill), inf, nan, a
+    dtype -- are valid in the replay and in the printed code (`float('-inf')`, not `-inf`)."""
+    def fn(x, mask):
+        return (x.masked_fill(mask, float("-inf")).softmax(-1), ember.where(mask, x, float("inf")).amin(-1),
+                x.to(ember.float64) * float("nan"), ember.full_like(x, float("-inf")).maximum(x))
+
+    x = ember.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    mask = x > 1
+    compiled = ember.compile(fn)
+    for _ in range(3):  # capture, then replays
+        got = compiled(x, mask)
+    for g, w in zip(got, fn(x, mask)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-7)  # nan where nan, inf where inf
+    code = ember.compiler.explain(fn)(x, mask).graphs[0].code
+    assert "float('-inf')" in code and "float('nan')" in code
+    compile(code, "<graph code>", "exec")  # the printed code is Python
