@@ -49,6 +49,15 @@ def _set_rng_state(saved) -> None:
     random_ops.default_generator._rng.bit_generator.state = saved
 
 
+def _owner_of(fn):
+    """The object `fn` is a step of: a bound method's object, or the optimizer behind an lr scheduler's step
+    wrapper (which replaces `optimizer.step` with a plain function holding the optimizer by weakref), so that
+    `ember.compile(optimizer.step)` gets the optimizer's inputs and guards either way."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None and callable(getattr(fn, "_compile_owner", None)):
+        owner = fn._compile_owner()
+    return owner
+
 class _Entry:
     def __init__(self, compiled=None, breaks=(), externals=(), structure=None, placeholder_count=0) -> None:
         self.compiled = compiled
@@ -183,7 +192,8 @@ class CompiledFunction:
         # A bound method of an object that names the tensors it reads (Optimizer.step: params, grads, state) gets
         # them as a leading graph input, so replay reads the current grads, not the ones seen at capture; and its
         # _compile_guard (hyperparameters, which params have state) joins the guards.
-        owner = getattr(fn, "__self__", None)
+        owner = _owner_of(fn)
+        self._owner_name = type(owner).__name__
         self._owner_inputs = getattr(owner, "_compile_inputs", None)
         self._owner_guard = getattr(owner, "_compile_guard", None)
         functools.update_wrapper(self, fn, updated=())
@@ -201,7 +211,7 @@ class CompiledFunction:
         add_label("autocast state")
         if self._owner_guard is not None:
             values.append(self._owner_guard())
-            add_label(f"{type(self.fn.__self__).__name__} hyperparameters and state layout")
+            add_label(f"{self._owner_name} hyperparameters and state layout")
         module = self.module
         if module is not None:
             values.append(tuple(m.training for m in module.modules()))

@@ -118,6 +118,7 @@ class LRScheduler:
                     return func.__get__(opt, opt.__class__)(*args, **kwargs)
 
                 wrapper._wrapped_by_lr_sched = True
+                wrapper._compile_owner = opt_ref  # ember.compile(optimizer.step) finds the optimizer through it
                 return wrapper
 
             opt.step = wrap_step(opt.step)

@@ -75,6 +75,32 @@ def test_changed_lr_recompiles_naming_it():
     assert "SGD hyperparameters" in step.last_reason
 
 
+
+@pytest.mark.parametrize("tensor_lr", [False, True])
+def test_step_wrapped_by_an_lr_scheduler_sees_the_lr(tensor_lr):
+    """An lr scheduler replaces `optimizer.step` with a plain function (torch's step-call tracking), so
+    compiling it after the scheduler is made compiles that wrapper: it must still find the optimizer's
+    inputs and hyperparameter guards.  A float lr that the schedule changes recompiles (it replayed the
+    first lr before); a tensor lr is read at its current value with no recompile."""
+    def train(compiled):
+        ember.manual_seed(0)
+        model = nn.Linear(4, 2)
+        optimizer = ember.optim.Adam(model.parameters(), lr=ember.tensor(0.1) if tensor_lr else 0.1)
+        scheduler = ember.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)
+        step = ember.compile(optimizer.step) if compiled else optimizer.step
+        for _ in range(4):
+            optimizer.zero_grad()
+            model(ember.ones(3, 4)).pow(2).sum().backward()
+            step()
+            scheduler.step()
+        return [p.detach().numpy().copy() for p in model.parameters()], step
+
+    expected, _ = train(False)
+    actual, step = train(True)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
+    assert step.captures == (2 if tensor_lr else 4)  # the state-creating step, then one per float lr
+
 def test_state_loaded_after_capture_is_read():
     """Replacing the optimizer's state (load_state_dict) replays with the new tensors: they are inputs."""
     actual, _ = _train(ember.optim.Adam, {"lr": 0.05}, compiled=False, steps=3)
