@@ -25,7 +25,7 @@ from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
-from . import codegen, symbolic
+from . import codegen, pyguards, symbolic
 from .config import config
 from .graph import Node, map_structure
 from .runtime import CompiledGraph
@@ -196,6 +196,10 @@ class CompiledFunction:
         self._owner_name = type(owner).__name__
         self._owner_inputs = getattr(owner, "_compile_inputs", None)
         self._owner_guard = getattr(owner, "_compile_guard", None)
+        # Python values a capture bakes in (pyguards): the closure's scalar cells now, and the scalar globals
+        # user code read during captures, found as they happen (the key's last element)
+        self._cells = pyguards.closure_cells(fn)
+        self.watched: dict = {}
         functools.update_wrapper(self, fn, updated=())
         _all_compiled.add(self)
 
@@ -214,10 +218,16 @@ class CompiledFunction:
             add_label(f"{self._owner_name} hyperparameters and state layout")
         module = self.module
         if module is not None:
-            values.append(tuple(m.training for m in module.modules()))
+            modules = list(module.modules())  # one walk of the tree for the three guards
+            values.append(tuple(m.training for m in modules))
             add_label("module training flags")
-            values.append(tuple(id(p) for p in module.parameters()) + tuple(id(b) for b in module.buffers()))
+            values.append(tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values())))
             add_label("module parameter/buffer identity")
+            values.append(pyguards.module_attributes(modules))
+            add_label("module attributes")
+        if self._cells:
+            values.append(pyguards.read_cells(self._cells))
+            add_label("closure variables")
         aliases: dict = {}
 
         def leaf(value, path):
@@ -244,7 +254,8 @@ class CompiledFunction:
                 from ..nn.modules.module import Module
 
                 if isinstance(value, Module):
-                    values.append((id(value), tuple(m.training for m in value.modules())))
+                    modules = list(value.modules())
+                    values.append((id(value), tuple(m.training for m in modules), pyguards.module_attributes(modules)))
                 else:
                     values.append(("id", id(value)))
                 add_label(f"{path} identity")
@@ -253,7 +264,12 @@ class CompiledFunction:
             leaf(arg, f"args[{index}]")
         for key, arg in kwargs.items():
             leaf(arg, f"kwargs[{key!r}]")
+        values.append(pyguards.read_globals(self.watched))  # last: a capture may extend it (_capture)
+        add_label(self._globals_label())
         return tuple(values), labels
+
+    def _globals_label(self) -> str:
+        return "globals " + ", ".join(name for _, name, _ in self.watched.values())
 
     def _failed_guard(self, key, labels):
         """The first guard of the newest entry that this call fails, as text; and whether only shapes differ."""
@@ -354,9 +370,11 @@ class CompiledFunction:
         self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         tracer.split = self.options.get("split", True) and not callable(self.backend)
-        with tracer:
+        with tracer, pyguards.Watcher() as watcher:
             tracer.bind_inputs(args, kwargs)
             result = self._eager(args, kwargs)
+        tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
+        self.watched.update(tracer.new_globals)
         ok = tracer.finish(result)
         if ok and len(tracer.graphs) > 1 and tracer.mutations:
             tracer.breaks.append(BreakReason("in-place writes to inputs or buffers in a function with a graph "
@@ -406,6 +424,9 @@ class CompiledFunction:
     def _capture(self, key, labels, args, kwargs, previous=None):
         entry_mode = state.enabled
         tracer, result, ok = self._trace(args, kwargs)
+        if tracer.new_globals:  # the graph is valid for the values this capture read
+            key = key[:-1] + (key[-1] + pyguards.captured_globals(tracer.new_globals),)
+            labels = labels[:-1] + [self._globals_label()]
         if ok and len(tracer.graphs) > 1:
             self.graph_breaks.extend(tracer.breaks)
             codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__} (split: the segments are "

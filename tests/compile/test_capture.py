@@ -252,3 +252,82 @@ def test_non_finite_and_object_constants_replay(shape):
     code = ember.compiler.explain(fn)(x, mask).graphs[0].code
     assert "float('-inf')" in code and "float('nan')" in code
     compile(code, "<graph code>", "exec")  # the printed code is Python
+
+
+SCALE = 1.0
+USE_RELU = False
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def test_scalar_globals_read_at_capture_are_guarded():
+    """A global number the function (or a helper it calls) read is baked into the graph: changing it must
+    recapture, as torch's dynamo guards on it; an unchanged global replays."""
+    global SCALE, USE_RELU
+
+    def fn(x):
+        y = _scaled(x) - 1
+        return y.relu() if USE_RELU else y
+
+    compiled = ember.compile(fn)
+    x = ember.tensor([-1.0, 2.0])
+    try:
+        for scale, relu in ((1.0, False), (1.0, False), (2.0, False), (2.0, True), (2.0, True)):
+            SCALE, USE_RELU = scale, relu
+            np.testing.assert_array_equal(compiled(x).numpy(), fn(x).numpy())
+    finally:
+        SCALE, USE_RELU = 1.0, False
+    assert compiled.captures == 3
+    assert "SCALE" in compiled.labels[next(reversed(compiled.cache))][-1]
+
+
+def test_closure_cells_and_module_attributes_are_guarded():
+    factor = 3.0
+
+    def fn(x):
+        return x * factor
+
+    compiled = ember.compile(fn)
+    x = ember.ones(2)
+    assert compiled(x).numpy()[0] == 3.0
+    factor = 4.0
+    assert compiled(x).numpy()[0] == 4.0
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+            self.temperature = 1.0
+            self.clip = False
+
+        def forward(self, x):
+            y = self.linear(x) / self.temperature
+            return y.clamp(-0.1, 0.1) if self.clip else y
+
+    model = Scaled()
+    compiled_model = ember.compile(model)
+    compiled_model(x)
+    for temperature, clip in ((2.0, False), (2.0, True)):
+        model.temperature, model.clip = temperature, clip
+        np.testing.assert_allclose(compiled_model(x).detach().numpy(), model(x).detach().numpy())
+    assert "module attributes" in compiled_model._compiled.last_reason
+
+
+def test_another_profiler_is_left_in_place():
+    """Globals are found with sys.setprofile while tracing; a profiler already installed keeps running."""
+    import sys
+
+    calls = []
+
+    def profiler(frame, event, arg):
+        calls.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        ember.compile(lambda x: x * SCALE + 1)(ember.ones(2))
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)
+    assert calls

@@ -1,0 +1,125 @@
+"""Guards on the Python values a captured graph baked in: scalar globals, closure cells, module attributes.
+
+A capture runs the function once and records its tensor ops; a Python number it read on the way (a global
+`SCALE`, a closure's `k`, a module's `self.temperature` or `self.use_relu`) is frozen into the graph as a
+constant or as the branch taken.  torch's dynamo guards on each such read; ember, which traces ops rather
+than bytecode, guards on:
+
+- the scalar (int, float, bool, str, None) globals named by the code of every function that ran during the
+  capture, outside ember, NumPy and the standard library (found with `sys.setprofile` while tracing;
+  `Watcher`).  A global that changes makes the next call miss and recapture, as in torch;
+- the scalar closure cells of the compiled function itself (`closure_cells`);
+- the public scalar attributes of a compiled module and of its submodules (`module_attributes`).
+
+Not covered: closure cells of other functions the compiled one calls, and attributes of non-Module objects
+(`self.config.scale`).  While another profiler holds `sys.setprofile` (cProfile) no globals are collected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+import numpy as np
+
+SCALARS = (int, float, bool, str, type(None))
+_MISSING = object()
+
+
+def _library_prefixes() -> tuple:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ember package
+    paths = {here, os.path.dirname(np.__file__)}
+    for key in ("stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            paths.add(path)
+    return tuple(os.path.join(p, "") for p in paths) + ("<frozen",)
+
+
+_LIBRARY = _library_prefixes()
+
+
+def _scalar(value) -> bool:
+    return type(value) in SCALARS
+
+
+class Watcher:
+    """While active, records (globals dict, name) -> value for the scalar globals named by each function that
+    runs (user code only); `found` keeps the first value seen, the one the capture used."""
+
+    def __init__(self) -> None:
+        self.found: dict = {}
+        self._seen: set = set()
+        self._active = False
+
+    def __enter__(self) -> Watcher:
+        if sys.getprofile() is None:  # never displace another profiler
+            sys.setprofile(self._hook)
+            self._active = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._active:
+            sys.setprofile(None)
+            self._active = False
+
+    def _hook(self, frame, event, arg) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if code in self._seen:
+            return
+        self._seen.add(code)
+        if code.co_filename.startswith(_LIBRARY):
+            return
+        namespace = frame.f_globals
+        for name in code.co_names:
+            value = namespace.get(name, _MISSING)
+            if value is not _MISSING and _scalar(value):
+                self.found.setdefault((id(namespace), name), (namespace, name, value))
+
+
+def read_globals(watched: dict) -> tuple:
+    """The current (type, value) of each watched global."""
+    out = []
+    for namespace, name, _ in watched.values():
+        value = namespace.get(name, _MISSING)
+        out.append((type(value), value) if value is not _MISSING else _MISSING)
+    return tuple(out)
+
+
+def captured_globals(found: dict) -> tuple:
+    """(type, value) of newly found globals as the capture read them."""
+    return tuple((type(value), value) for _, _, value in found.values())
+
+
+def closure_cells(fn) -> list:
+    """The cells of `fn`'s closure (or its bound method's function's) that hold a scalar now."""
+    function = getattr(fn, "__func__", fn)
+    cells = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            if _scalar(cell.cell_contents):
+                cells.append(cell)
+        except ValueError:  # an empty cell
+            pass
+    return cells
+
+
+def read_cells(cells: list) -> tuple:
+    out = []
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            value = _MISSING
+        out.append((type(value), value))
+    return tuple(out)
+
+
+def module_attributes(modules: list) -> tuple:
+    """Each module's public scalar attributes (besides `training`, guarded on its own), as (name, type, value)."""
+    scalars = SCALARS
+    return tuple(tuple((k, type(v), v) for k, v in m.__dict__.items()
+                       if type(v) in scalars and k[0] != "_" and k != "training") for m in modules)
