@@ -49,6 +49,18 @@ def _set_rng_state(saved) -> None:
     random_ops.default_generator._rng.bit_generator.state = saved
 
 
+def _modules_in(module, args, kwargs) -> list:
+    """The compiled module's submodules and those of Module arguments: the objects whose attributes a
+    capture watches for writes."""
+    from ..nn.modules.module import Module
+
+    found = list(module.modules()) if module is not None else []
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, Module):
+            found += list(value.modules())
+    return found
+
+
 def _owner_of(fn):
     """The object `fn` is a step of: a bound method's object, or the optimizer behind an lr scheduler's step
     wrapper (which replaces `optimizer.step` with a plain function holding the optimizer by weakref), so that
@@ -370,12 +382,22 @@ class CompiledFunction:
         self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         tracer.split = self.options.get("split", True) and not callable(self.backend)
+        modules = _modules_in(self.module, args, kwargs)
+        effects = pyguards.SideEffects(args, kwargs, modules)
         with tracer, pyguards.Watcher() as watcher:
             tracer.bind_inputs(args, kwargs)
             result = self._eager(args, kwargs)
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
         ok = tracer.finish(result)
+        written = effects.changed() + [f"global {name}" for name in watcher.written()]
+        if written:  # a replay would not make these writes: this guard set runs eagerly (pyguards)
+            why = (f"Python state written during the call ({'; '.join(written)}): a replay would not write it, "
+                   "so the call runs eagerly")
+            if self.fullgraph:
+                raise Unsupported(why)
+            tracer.breaks.append(BreakReason(why, ""))
+            ok = False
         if ok and len(tracer.graphs) > 1 and tracer.mutations:
             tracer.breaks.append(BreakReason("in-place writes to inputs or buffers in a function with a graph "
                                              "break: not split, the call runs eagerly", ""))

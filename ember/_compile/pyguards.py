@@ -13,6 +13,12 @@ than bytecode, guards on:
 
 Not covered: closure cells of other functions the compiled one calls, and attributes of non-Module objects
 (`self.config.scale`).  While another profiler holds `sys.setprofile` (cProfile) no globals are collected.
+
+The other direction, Python state the function *writes*, is not replayed: a list argument appended to, a
+global dict or number updated, a module attribute rebound in forward (`self.last_attention = weights`).
+`SideEffects` compares that state before and after the capture; where it changed, the call is a graph
+break that runs eagerly from then on (torch's dynamo replays such writes; ember keeps them correct by not
+compiling that function).
 """
 
 from __future__ import annotations
@@ -44,14 +50,31 @@ def _scalar(value) -> bool:
     return type(value) in SCALARS
 
 
+def _state(value):
+    """What a Python-level write to `value` changes: a container's identity and items' identities (shallow);
+    a scalar's value; None for anything else (its writes are not tracked)."""
+    if type(value) is list:
+        return ("list", id(value), tuple(id(v) for v in value))
+    if type(value) is dict:
+        return ("dict", id(value), tuple((id(k), id(v)) for k, v in value.items()))
+    if type(value) in (set, frozenset):
+        return ("set", id(value), len(value))
+    if _scalar(value):
+        return (type(value), value)
+    return None
+
+
 class Watcher:
     """While active, records (globals dict, name) -> value for the scalar globals named by each function that
-    runs (user code only); `found` keeps the first value seen, the one the capture used."""
+    runs (user code only); `found` keeps the first value seen, the one the capture used.  It also keeps the
+    state (`_state`) of every scalar or container global named there at the function's entry, so that
+    `written()` can tell which the call changed."""
 
     def __init__(self) -> None:
         self.found: dict = {}
         self._seen: set = set()
         self._active = False
+        self._entry: dict = {}  # (id(globals), name) -> (globals, name, state at first entry)
 
     def __enter__(self) -> Watcher:
         if sys.getprofile() is None:  # never displace another profiler
@@ -76,8 +99,18 @@ class Watcher:
         namespace = frame.f_globals
         for name in code.co_names:
             value = namespace.get(name, _MISSING)
-            if value is not _MISSING and _scalar(value):
+            if value is _MISSING:
+                continue
+            if _scalar(value):
                 self.found.setdefault((id(namespace), name), (namespace, name, value))
+            state = _state(value)
+            if state is not None:
+                self._entry.setdefault((id(namespace), name), (namespace, name, state))
+
+    def written(self) -> list:
+        """The globals whose value or container contents differ from when the capture first met them."""
+        return [name for namespace, name, state in self._entry.values()
+                if _state(namespace.get(name, _MISSING)) != state]
 
 
 def read_globals(watched: dict) -> tuple:
@@ -123,3 +156,45 @@ def module_attributes(modules: list) -> tuple:
     scalars = SCALARS
     return tuple(tuple((k, type(v), v) for k, v in m.__dict__.items()
                        if type(v) in scalars and k[0] != "_" and k != "training") for m in modules)
+
+
+class SideEffects:
+    """The Python state a call could write without ember seeing it: containers inside the arguments, and the
+    attributes (and parameter/buffer/submodule slots) of the modules involved.  `changed()` names what
+    differs after the call."""
+
+    def __init__(self, args, kwargs, modules: list) -> None:
+        self.containers: list = []
+        self._collect(args, "args", 0)
+        self._collect(kwargs, "kwargs", 0)
+        self.modules = modules
+        self.before = [_state(c) for _, c in self.containers], [_module_state(m) for m in modules]
+
+    def _collect(self, value, path, depth) -> None:
+        if depth > 4:
+            return
+        if type(value) in (list, dict, set):
+            self.containers.append((path, value))
+        if isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                self._collect(item, f"{path}[{index}]", depth + 1)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self._collect(item, f"{path}[{key!r}]", depth + 1)
+
+    def changed(self) -> list:
+        containers, modules = self.before
+        out = [path for (path, c), state in zip(self.containers, containers) if _state(c) != state]
+        for module, state in zip(self.modules, modules):
+            now = _module_state(module)
+            if now != state:
+                names = sorted({k for k, _ in set(now) ^ set(state)})
+                out.append(f"{type(module).__name__} attribute {', '.join(names)}")
+        return out
+
+
+def _module_state(module) -> tuple:
+    entries = [(k, id(v)) for k, v in module.__dict__.items()]
+    for slot in ("_parameters", "_buffers", "_modules"):
+        entries += [(f"{slot}[{k!r}]", id(v)) for k, v in module.__dict__.get(slot, {}).items()]
+    return tuple(entries)

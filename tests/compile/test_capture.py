@@ -331,3 +331,43 @@ def test_another_profiler_is_left_in_place():
     finally:
         sys.setprofile(None)
     assert calls
+
+
+STATS: dict = {}
+
+
+def test_python_writes_during_the_call_run_eagerly():
+    """A replay would not append to a list argument, write a global dict or rebind a module attribute:
+    such calls run eagerly (a graph break naming the write), so every call makes its writes."""
+    def collect(x, activations):
+        activations.append(x.relu())
+        STATS["mean"] = x.mean()
+        return x * 2
+
+    compiled = ember.compile(collect)
+    for i in range(3):
+        activations = []
+        compiled(ember.ones(2) * i, activations)
+        assert len(activations) == 1 and STATS["mean"].item() == i
+    reasons = [b.reason for b in compiled.graph_breaks]
+    assert any("args[1]" in r and "global STATS" in r for r in reasons), reasons
+
+    class Keeps(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+            self.last = None
+
+        def forward(self, x):
+            y = self.linear(x)
+            self.last = y.detach()
+            return y
+
+    model = Keeps()
+    compiled_model = ember.compile(model)
+    for i in range(3):
+        out = compiled_model(ember.ones(1, 2) * i)
+        assert np.array_equal(model.last.numpy(), out.detach().numpy())
+    assert "Keeps attribute last" in compiled_model._compiled.graph_breaks[0].reason
+    with pytest.raises(ember.compiler.Unsupported, match="Python state written"):
+        ember.compile(collect, fullgraph=True)(ember.ones(2), [])
