@@ -445,6 +445,8 @@ class Tensor:
         return self
 
     def retain_grad(self) -> None:
+        if _dispatch.tracer is not None:  # a replay makes new tensors: it could not retain theirs
+            _dispatch.tracer.graph_break("Tensor.retain_grad() inside a compiled function")
         if self.grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -468,6 +470,8 @@ class Tensor:
 
     def register_hook(self, hook):
         """hook(grad) -> Tensor or None runs when this tensor's gradient is computed."""
+        if _dispatch.tracer is not None:  # a replay would not register it
+            _dispatch.tracer.graph_break("Tensor.register_hook() inside a compiled function")
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         grad_fn = self.grad_fn
@@ -478,6 +482,8 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook):
         """hook(tensor) runs after a leaf's .grad has been accumulated."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("Tensor.register_post_accumulate_grad_hook() inside a compiled function")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:

@@ -371,3 +371,19 @@ def test_python_writes_during_the_call_run_eagerly():
     assert "Keeps attribute last" in compiled_model._compiled.graph_breaks[0].reason
     with pytest.raises(ember.compiler.Unsupported, match="Python state written"):
         ember.compile(collect, fullgraph=True)(ember.ones(2), [])
+
+
+def test_hooks_registered_inside_run_eagerly():
+    """A replay makes new tensors, so it could not register a tensor hook on them (nor retain their grad):
+    registering one inside a compiled function is a graph break, and the hook runs on every call."""
+    def fn(x):
+        y = x * 2
+        y.register_hook(lambda g: g * 10)
+        return (y * y).sum()
+
+    compiled = ember.compile(fn)
+    for _ in range(3):
+        x = ember.ones(3, requires_grad=True)
+        compiled(x).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 80.0))
+    assert "register_hook" in compiled.graph_breaks[0].reason
