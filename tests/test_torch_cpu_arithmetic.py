@@ -149,3 +149,45 @@ def test_bincount_float32_weights_accumulate_in_float32():
     # torch adds in float32, in order: the ones vanish next to 1e8
     ones = ember.bincount(ember.zeros(9, dtype=ember.long), ember.tensor([1e8] + [1.0] * 8))
     assert ones.tolist() == [1e8]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_add_and_sub_with_alpha_round_once_as_torch(dtype):
+    """torch's add/sub kernel computes fma(other, alpha, input) on FMA builds: bit-equal here for contiguous,
+    in-place (an SGD update), broadcast and out= forms; NumPy's `a + alpha * b` differed in ~18 % of floats."""
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(100_003).astype(dtype) for _ in range(2))
+    for lib_a, lib_b in ((a, b), (a[:, None][:300], b[:7])):
+        want = torch.tensor(lib_a).add(torch.tensor(lib_b), alpha=-0.3).numpy()
+        assert np.array_equal(ember.tensor(lib_a).add(ember.tensor(lib_b), alpha=-0.3).numpy(), want)
+        want = torch.tensor(lib_a).sub(torch.tensor(lib_b), alpha=0.7).numpy()
+        assert np.array_equal(ember.tensor(lib_a).sub(ember.tensor(lib_b), alpha=0.7).numpy(), want)
+    param, grad = torch.tensor(a), torch.tensor(b)
+    param.add_(grad, alpha=-0.01)
+    mine = ember.tensor(a)
+    mine.add_(ember.tensor(b), alpha=-0.01)
+    assert np.array_equal(mine.numpy(), param.numpy())
+    scalar = torch.tensor(a[0])
+    scalar.add_(torch.tensor(b[0]), alpha=-0.01)
+    mine = ember.tensor(a[0])
+    mine.add_(ember.tensor(b[0]), alpha=-0.01)  # 0-d params (a scalar model's SGD step) stay 0-d
+    assert mine.shape == () and np.array_equal(mine.numpy(), scalar.numpy())
+    out = ember.empty(a.shape, dtype=getattr(ember, dtype))
+    ember.add(ember.tensor(a), ember.tensor(b), alpha=2.5, out=out)
+    assert np.array_equal(out.numpy(), torch.add(torch.tensor(a), torch.tensor(b), alpha=2.5).numpy())
+
+
+def test_add_with_alpha_without_fma_matches_torch_default_kernels():
+    script = (
+        "import numpy as np, torch, ember\n"
+        "assert ember.backends.cpu.get_cpu_capability() == 'DEFAULT'\n"
+        "a, b = (np.random.default_rng(0).standard_normal(10_001).astype(np.float32) for _ in range(2))\n"
+        "t = torch.tensor(a).add(torch.tensor(b), alpha=-0.3).numpy()\n"
+        "assert (ember.tensor(a).add(ember.tensor(b), alpha=-0.3).numpy() == t).all()\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -307,25 +307,55 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
 # ---------------------------------------------------------------- binary arithmetic
 
 def _add_impl(xp, a, b, alpha=1):
-    return a + b if alpha == 1 else a + special_math.scalar_like(alpha, b) * b
+    return a + b if alpha == 1 else _scaled_sum(xp, a, b, alpha)
 
 
 def _sub_impl(xp, a, b, alpha=1):
-    return a - b if alpha == 1 else a - special_math.scalar_like(alpha, b) * b
+    return a - b if alpha == 1 else _scaled_sum(xp, a, b, -alpha)
 
 
 def _add_out(xp, out, a, b, alpha=1):
     if alpha == 1:
         xp.add(a, b, out=out)
     else:
-        xp.add(a, special_math.scalar_like(alpha, b) * b, out=out, casting="unsafe")
+        _scaled_sum(xp, a, b, alpha, out)
 
 
 def _sub_out(xp, out, a, b, alpha=1):
     if alpha == 1:
         xp.subtract(a, b, out=out)
     else:
-        xp.subtract(a, special_math.scalar_like(alpha, b) * b, out=out, casting="unsafe")
+        _scaled_sum(xp, a, b, -alpha, out)
+
+
+def _scaled_sum(xp, a, b, alpha, out=None):
+    """a + alpha * b (sub passes -alpha) with torch's rounding: its CPU kernel computes fma(b, alpha, a) for
+    floats on FMA builds, one rounding, where NumPy's a + alpha * b rounds twice (ember/_compile/loops.py;
+    NOTE [ torch's CPU kernel arithmetic ] in ember/_runtime.py).  Float operands of one dtype take the C loop
+    (broadcast ones copied out first); integers, complex, torch's DEFAULT kernels and the no-compiler case
+    stay unfused."""
+    from .. import _runtime
+
+    if (xp is np and isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+            and a.dtype.kind == "f" and not isinstance(alpha, complex) and _runtime.kernels_fuse_multiply_add()):
+        from .._compile.loops import add_scaled
+
+        same = np.broadcast_arrays(a, b) if a.shape != b.shape else (a, b)
+        # copy(order="C"), not ascontiguousarray, which turns a 0-d array into shape (1,)
+        x, y = (t if t.flags.c_contiguous else t.copy(order="C") for t in same)
+        done = add_scaled(x, y, alpha, out)
+        if done is None and out is not None and out.shape == x.shape:
+            done = add_scaled(x, y, alpha)  # out is strided: compute, then copy in
+            if done is not None:
+                out[...] = done
+                return out
+        if done is not None:
+            return done
+    scaled = special_math.scalar_like(alpha, b) * b
+    if out is None:
+        return a + scaled
+    xp.add(a, scaled, out=out, casting="unsafe")
+    return out
 
 
 def _alpha(ctx):
@@ -377,12 +407,24 @@ def _dtype_of(x):
     return x._dtype if isinstance(x, Tensor) else dt.scalar_dtype(x)
 
 
+def _alpha_for(input, other, alpha):
+    """torch converts alpha to the kernel's scalar type before its float math: for float16/bfloat16 operands
+    it is rounded to that type (their arithmetic then runs in float32)."""
+    dtypes = [x._dtype for x in (input, other) if isinstance(x, Tensor)]
+    if not isinstance(alpha, float) or not dtypes:
+        return alpha
+    kind = dtypes[0] if len(dtypes) == 1 else dt.promote_types(*dtypes)
+    if kind in (dt.float16, dt.bfloat16):
+        return float(np.asarray(alpha, dtype=kind.np_dtype))
+    return alpha
+
+
 @export(inplace=True)
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """input + alpha * other, broadcasting and promoting as torch does."""
     if alpha != 1:
         _check_alpha(input, other, alpha)
-        return finish_out(call(_ADD, (input, other), {"alpha": alpha}), out)
+        return finish_out(call(_ADD, (input, other), {"alpha": _alpha_for(input, other, alpha)}), out)
     return finish_out(call(_ADD, (input, other)), out)
 
 
@@ -402,7 +444,7 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
         )
     if alpha != 1:
         _check_alpha(input, other, alpha)
-        return finish_out(call(_SUB, (input, other), {"alpha": alpha}), out)
+        return finish_out(call(_SUB, (input, other), {"alpha": _alpha_for(input, other, alpha)}), out)
     return finish_out(call(_SUB, (input, other)), out)
 
 
