@@ -5,11 +5,14 @@ A capture runs the function once and records its tensor ops; a Python number it 
 constant or as the branch taken.  torch's dynamo guards on each such read; ember, which traces ops rather
 than bytecode, guards on:
 
-- the scalar (int, float, bool, str, None) globals named by the code of every function that ran during the
-  capture, outside ember, NumPy and the standard library (found with `sys.setprofile` while tracing;
-  `Watcher`).  A global that changes makes the next call miss and recapture, as in torch;
-- the scalar closure cells of the compiled function itself (`closure_cells`);
-- the public scalar attributes of a compiled module and of its submodules (`module_attributes`).
+- the scalar (int, float, bool, str, None) and tensor globals named by the code of every function that ran
+  during the capture, outside ember, NumPy and the standard library (found with `sys.setprofile` while
+  tracing; `Watcher`).  A global that changes makes the next call miss and recapture, as in torch;
+- the scalar and tensor closure cells of the compiled function itself (`closure_cells`);
+- the public scalar and plain-tensor attributes of a compiled module and of its submodules
+  (`module_attributes`).
+Scalars are guarded by value, tensors by identity: the graph reads a tensor it names at its current value
+(in-place updates are seen), but a name rebound to another tensor needs a new capture.
 
 Not covered: closure cells of other functions the compiled one calls, and attributes of non-Module objects
 (`self.config.scale`).  While another profiler holds `sys.setprofile` (cProfile) no globals are collected.
@@ -28,6 +31,8 @@ import sys
 import sysconfig
 
 import numpy as np
+
+from .._tensor import Tensor
 
 SCALARS = (int, float, bool, str, type(None))
 _MISSING = object()
@@ -48,6 +53,17 @@ _LIBRARY = _library_prefixes()
 
 def _scalar(value) -> bool:
     return type(value) in SCALARS
+
+
+def _guarded(value) -> bool:
+    return type(value) in SCALARS or isinstance(value, Tensor)
+
+
+def _key(value):
+    """A guarded value as it enters the guard key: scalars by value, anything else by identity."""
+    if value is _MISSING:
+        return _MISSING
+    return (type(value), value) if type(value) in SCALARS else ("id", id(value))
 
 
 def _state(value):
@@ -101,7 +117,7 @@ class Watcher:
             value = namespace.get(name, _MISSING)
             if value is _MISSING:
                 continue
-            if _scalar(value):
+            if _guarded(value):
                 self.found.setdefault((id(namespace), name), (namespace, name, value))
             state = _state(value)
             if state is not None:
@@ -114,26 +130,22 @@ class Watcher:
 
 
 def read_globals(watched: dict) -> tuple:
-    """The current (type, value) of each watched global."""
-    out = []
-    for namespace, name, _ in watched.values():
-        value = namespace.get(name, _MISSING)
-        out.append((type(value), value) if value is not _MISSING else _MISSING)
-    return tuple(out)
+    """The current guard key of each watched global."""
+    return tuple(_key(namespace.get(name, _MISSING)) for namespace, name, _ in watched.values())
 
 
 def captured_globals(found: dict) -> tuple:
-    """(type, value) of newly found globals as the capture read them."""
-    return tuple((type(value), value) for _, _, value in found.values())
+    """The guard keys of newly found globals as the capture read them."""
+    return tuple(_key(value) for _, _, value in found.values())
 
 
 def closure_cells(fn) -> list:
-    """The cells of `fn`'s closure (or its bound method's function's) that hold a scalar now."""
+    """The cells of `fn`'s closure (or its bound method's function's) that hold a scalar or a tensor now."""
     function = getattr(fn, "__func__", fn)
     cells = []
     for cell in getattr(function, "__closure__", None) or ():
         try:
-            if _scalar(cell.cell_contents):
+            if _guarded(cell.cell_contents):
                 cells.append(cell)
         except ValueError:  # an empty cell
             pass
@@ -147,15 +159,17 @@ def read_cells(cells: list) -> tuple:
             value = cell.cell_contents
         except ValueError:
             value = _MISSING
-        out.append((type(value), value))
+        out.append(_key(value))
     return tuple(out)
 
 
 def module_attributes(modules: list) -> tuple:
-    """Each module's public scalar attributes (besides `training`, guarded on its own), as (name, type, value)."""
+    """Each module's public scalar attributes (besides `training`, guarded on its own) by value and its plain
+    tensor attributes (not parameters or buffers, which have their own guards) by identity."""
     scalars = SCALARS
-    return tuple(tuple((k, type(v), v) for k, v in m.__dict__.items()
-                       if type(v) in scalars and k[0] != "_" and k != "training") for m in modules)
+    return tuple(tuple((k, _key(v)) for k, v in m.__dict__.items()
+                       if k[0] != "_" and k != "training" and (type(v) in scalars or isinstance(v, Tensor)))
+                 for m in modules)
 
 
 class SideEffects:

@@ -387,3 +387,51 @@ def test_hooks_registered_inside_run_eagerly():
         compiled(x).backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 80.0))
     assert "register_hook" in compiled.graph_breaks[0].reason
+
+
+WEIGHT = ember.ones(3)
+
+
+def test_rebound_tensor_names_recapture():
+    """A graph reads the tensors it names at their current values (in-place updates are seen), but a global,
+    a closure variable or a plain module attribute rebound to another tensor needs a new capture: guarded
+    by identity."""
+    global WEIGHT
+    x = ember.ones(3)
+
+    def scaled(x):
+        return x * WEIGHT
+
+    compiled = ember.compile(scaled)
+    try:
+        compiled(x)
+        WEIGHT = ember.full((3,), 2.0)
+        assert compiled(x).tolist() == [2.0, 2.0, 2.0]
+    finally:
+        WEIGHT = ember.ones(3)
+
+    offset = ember.ones(3)
+
+    def shifted(x):
+        return x + offset
+
+    compiled = ember.compile(shifted)
+    compiled(x)
+    offset = ember.zeros(3)
+    assert compiled(x).tolist() == [1.0, 1.0, 1.0]
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = ember.ones(3)  # a plain attribute, not a registered buffer
+
+        def forward(self, x):
+            return x * self.mask
+
+    model = Masked()
+    compiled_model = ember.compile(model)
+    compiled_model(x)
+    model.mask = ember.zeros(3)
+    assert compiled_model(x).tolist() == [0.0, 0.0, 0.0]
+    model.mask.add_(5.0)  # in place: no recapture needed, the graph reads it live
+    assert compiled_model(x).tolist() == [5.0, 5.0, 5.0]
