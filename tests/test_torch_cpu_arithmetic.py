@@ -62,23 +62,26 @@ def test_histogram_edges_match_torch_bitwise():
         np.testing.assert_array_equal(hist_e.numpy(), hist_t.numpy())
 
 
-def test_linspace_without_fma_matches_torch_default_kernels():
-    # torch's DEFAULT (no AVX2) kernels round start + step*i twice; both libraries read ATEN_CPU_CAPABILITY
-    script = (
-        "import numpy as np, torch, ember\n"
-        "assert torch.backends.cpu.get_cpu_capability() == ember.backends.cpu.get_cpu_capability() == 'DEFAULT'\n"
-        "rng = np.random.default_rng(0)\n"
-        "for steps in (17, 2049, 32769):\n"
-        "    a, b = (rng.standard_normal(2) * 3).astype(np.float32)\n"
-        "    t = torch.linspace(float(a), float(b), steps).numpy()\n"
-        "    assert (ember.linspace(float(a), float(b), steps).numpy() == t).all(), steps\n"
-        "print('ok')\n"
-    )
+def _run_under_default_kernels(body: str) -> None:
+    """Run `body` in a process where both libraries use torch's DEFAULT (no AVX2) kernels, which round
+    a + b * c twice; both read ATEN_CPU_CAPABILITY."""
+    script = ("import numpy as np, torch, ember\n"
+              "assert torch.backends.cpu.get_cpu_capability() == ember.backends.cpu.get_cpu_capability() == 'DEFAULT'\n"
+              + body + "print('ok')\n")
     env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_linspace_without_fma_matches_torch_default_kernels():
+    _run_under_default_kernels(
+        "rng = np.random.default_rng(0)\n"
+        "for steps in (17, 2049, 32769):\n"
+        "    a, b = (rng.standard_normal(2) * 3).astype(np.float32)\n"
+        "    t = torch.linspace(float(a), float(b), steps).numpy()\n"
+        "    assert (ember.linspace(float(a), float(b), steps).numpy() == t).all(), steps\n")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
@@ -178,16 +181,7 @@ def test_add_and_sub_with_alpha_round_once_as_torch(dtype):
 
 
 def test_add_with_alpha_without_fma_matches_torch_default_kernels():
-    script = (
-        "import numpy as np, torch, ember\n"
-        "assert ember.backends.cpu.get_cpu_capability() == 'DEFAULT'\n"
+    _run_under_default_kernels(
         "a, b = (np.random.default_rng(0).standard_normal(10_001).astype(np.float32) for _ in range(2))\n"
         "t = torch.tensor(a).add(torch.tensor(b), alpha=-0.3).numpy()\n"
-        "assert (ember.tensor(a).add(ember.tensor(b), alpha=-0.3).numpy() == t).all()\n"
-        "print('ok')\n"
-    )
-    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+        "assert (ember.tensor(a).add(ember.tensor(b), alpha=-0.3).numpy() == t).all()\n")
