@@ -75,6 +75,7 @@ class _Entry:
         self.compiled = compiled
         self.eager = compiled is None
         self.breaks = list(breaks)
+        self.retry = False  # a capture that wrote Python state: try once more before running eagerly for good
         self.externals = externals  # (tensor, shape, dtype, requires_grad)
         self.structure = structure
 
@@ -318,6 +319,11 @@ class CompiledFunction:
         entry = self.cache.get(key)
         reason = None
         if entry is not None:
+            if entry.eager and entry.retry:
+                # the first call's writes may have been one-time setup (a lazy module's parameters, an
+                # attribute cached on first use): capture again, and run eagerly for good only if it writes again
+                del self.cache[key]
+                return self._capture(*self._walk(args, kwargs, True), args, kwargs, retried=True)
             if entry.eager:
                 return self._eager(args, kwargs)
             if entry.externals_ok():
@@ -397,6 +403,7 @@ class CompiledFunction:
             if self.fullgraph:
                 raise Unsupported(why)
             tracer.breaks.append(BreakReason(why, ""))
+            tracer.wrote_python = True
             ok = False
         if ok and len(tracer.graphs) > 1 and tracer.mutations:
             tracer.breaks.append(BreakReason("in-place writes to inputs or buffers in a function with a graph "
@@ -443,7 +450,7 @@ class CompiledFunction:
                                      None if read is None else read[1], None if read is None else read[2]))
         return _Chain(segments, graphs[-1].output.structure, tracer.random_ops)
 
-    def _capture(self, key, labels, args, kwargs, previous=None):
+    def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
         tracer, result, ok = self._trace(args, kwargs)
         if tracer.new_globals:  # the graph is valid for the values this capture read
@@ -464,6 +471,7 @@ class CompiledFunction:
             codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__}: {b}" for b in tracer.breaks),
                         self.options)
             entry = _Entry(breaks=tracer.breaks)
+            entry.retry = getattr(tracer, "wrote_python", False) and not retried
         else:
             graph = tracer.graph
             graph.mutations = tracer.mutations

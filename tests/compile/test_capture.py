@@ -435,3 +435,38 @@ def test_rebound_tensor_names_recapture():
     assert compiled_model(x).tolist() == [0.0, 0.0, 0.0]
     model.mask.add_(5.0)  # in place: no recapture needed, the graph reads it live
     assert compiled_model(x).tolist() == [5.0, 5.0, 5.0]
+
+
+def test_one_time_setup_writes_are_retried_once():
+    """Writes made only on the first call (an attribute cached on first use, a lazy module's parameters) do
+    not condemn the call to eager mode: the next call captures again and, writing nothing, compiles; writes
+    on every call run eagerly after that second capture."""
+    class CachesMask(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if not hasattr(self, "_mask"):
+                self._mask = ember.ones(4)
+            return self.linear(x) * self._mask
+
+    model = CachesMask()
+    compiled = ember.compile(model)._compiled
+    for _ in range(4):
+        out = compiled(ember.ones(2, 4))
+    np.testing.assert_allclose(out.detach().numpy(), model(ember.ones(2, 4)).detach().numpy())
+    assert compiled.captures == 2 and [entry.eager for entry in compiled.cache.values()] == [False]
+
+    every = ember.compile(_appends_to_log)
+    for _ in range(4):
+        every(ember.ones(2))
+    assert len(CALL_LOG) == 4 and every.captures == 2 and all(entry.eager for entry in every.cache.values())
+
+
+CALL_LOG: list = []
+
+
+def _appends_to_log(x):
+    CALL_LOG.append(1)
+    return x + 1
