@@ -36,7 +36,15 @@ def _pad(xp, x, padding):
 
 
 def _columns(xp, x, kernel, stride, padding, dilation):
-    """im2col: (N, C, *S) -> (N, C * prod(kernel), L) with L = prod(output spatial)."""
+    """im2col: (N, C, *S) -> (N, C * prod(kernel), L) with L = prod(output spatial).  2-D float inputs take a C
+    loop that reads the unpadded input (ember/_compile/loops.py); otherwise a padded copy, then a strided
+    window view copied out."""
+    if xp is np and len(kernel) == 2:
+        from .._compile.loops import im2col2d
+
+        built = im2col2d(x, kernel, stride, padding, dilation)
+        if built is not None:
+            return built
     x = _pad(xp, x, padding)
     n, c = x.shape[:2]
     dims = len(kernel)
@@ -56,13 +64,12 @@ COLUMN_CHUNK_BYTES = 1 << 21
 
 def _column_chunks(xp, x, kernel, stride, padding, dilation):
     """(start, stop, im2col columns of samples start:stop), over the batch in chunks of ~COLUMN_CHUNK_BYTES."""
-    x = _pad(xp, x, padding)
-    no_padding = ((0, 0),) * len(kernel)
-    per_sample = x.itemsize * x.shape[1] * math.prod(kernel) * math.prod(_spatial_out(x.shape, kernel, stride,
+    padded_shape = x.shape[:2] + tuple(x.shape[2 + i] + sum(padding[i]) for i in range(len(kernel)))
+    per_sample = x.itemsize * x.shape[1] * math.prod(kernel) * math.prod(_spatial_out(padded_shape, kernel, stride,
                                                                                        dilation))
     step = max(1, COLUMN_CHUNK_BYTES // max(per_sample, 1))
     for start in range(0, x.shape[0], step):
-        cols, _ = _columns(xp, x[start:start + step], kernel, stride, no_padding, dilation)
+        cols, _ = _columns(xp, x[start:start + step], kernel, stride, padding, dilation)
         yield start, start + step, cols
 
 

@@ -91,3 +91,31 @@ def test_embedding_backward_matches_torch(monkeypatch, compiler):
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-6)
     if exact:
         assert np.array_equal(results[1], results[0])  # torch's CPU kernel also adds in index order
+
+
+@pytest.mark.parametrize("geometry", [
+    ((3, 2), (1, 1), ((1, 1), (0, 2)), (1, 1)),
+    ((3, 3), (2, 3), ((2, 1), (1, 0)), (2, 1)),
+    ((1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((5, 5), (1, 1), ((4, 4), (4, 4)), (1, 1)),  # windows wholly in the padding
+    ((2, 3), (3, 1), ((0, 3), (2, 0)), (1, 2)),
+])
+def test_im2col2d_equals_the_padded_window_copy(geometry):
+    """The C im2col (read from the unpadded input, zeros outside) against NumPy's padded strided-window copy,
+    for float32/float64 and an input with transposed strides."""
+    from ember._ops import conv
+
+    kernel, stride, padding, dilation = geometry
+    x = RNG.standard_normal((2, 3, 9, 11))
+    for array in (x.astype(np.float32), x, x.transpose(0, 1, 3, 2).copy().transpose(0, 1, 3, 2)):
+        built = loops.im2col2d(array, kernel, stride, padding, dilation)
+        if built is None:
+            pytest.skip("no C compiler")
+        padded = conv._pad(np, array, padding)
+        out = [(padded.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+        windows = np.lib.stride_tricks.as_strided(
+            padded, array.shape[:2] + kernel + tuple(out),
+            padded.strides[:2] + tuple(padded.strides[2 + i] * dilation[i] for i in range(2))
+            + tuple(padded.strides[2 + i] * stride[i] for i in range(2)))
+        assert built[1] == out
+        assert np.array_equal(built[0], windows.reshape(2, 3 * kernel[0] * kernel[1], -1))
