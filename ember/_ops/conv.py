@@ -105,7 +105,15 @@ def _conv_impl(xp, x, w, bias, stride, padding, dilation, groups):
 
 
 def _col2im(xp, cols, input_shape, kernel, stride, padding, dilation, out):
-    """Add columns (N, C*K, L) back into an input-shaped gradient (the adjoint of _columns)."""
+    """Add columns (N, C*K, L) back into an input-shaped gradient (the adjoint of _columns): by a C loop for 2-D
+    float columns (ember/_compile/loops.py), else one strided NumPy add per kernel offset."""
+    if xp is np and len(kernel) == 2:
+        from .._compile.loops import col2im2d
+
+        added = col2im2d(cols, tuple(input_shape), tuple(kernel), tuple(stride), padding, tuple(dilation),
+                         tuple(out))
+        if added is not None:
+            return added
     n, c = input_shape[:2]
     dims = len(kernel)
     padded_shape = tuple(input_shape[2 + i] + padding[i][0] + max(padding[i][1], 0) for i in range(dims))

@@ -119,3 +119,28 @@ def test_im2col2d_equals_the_padded_window_copy(geometry):
             + tuple(padded.strides[2 + i] * stride[i] for i in range(2)))
         assert built[1] == out
         assert np.array_equal(built[0], windows.reshape(2, 3 * kernel[0] * kernel[1], -1))
+
+
+@pytest.mark.parametrize("geometry", [
+    ((3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),
+    ((1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1)),
+    ((3, 2), (2, 3), ((2, 0), (1, 2)), (2, 1)),
+    ((5, 5), (1, 1), ((4, 4), (4, 4)), (1, 1)),
+])
+def test_col2im2d_equals_numpys_strided_adds(monkeypatch, geometry):
+    """col2im (a strided convolution's input gradient): the C loop adds in NumPy's kernel-offset order, so
+    the sums are the same bits."""
+    from ember._ops import conv
+
+    kernel, stride, padding, dilation = geometry
+    shape = (2, 3, 9, 11)
+    out = [(shape[2 + i] + sum(padding[i]) - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+    for dtype in (np.float32, np.float64):
+        cols = RNG.standard_normal((2, 3 * kernel[0] * kernel[1], out[0] * out[1])).astype(dtype)
+        added = loops.col2im2d(cols, shape, kernel, stride, padding, dilation, out)
+        if added is None:
+            pytest.skip("no C compiler")
+        with monkeypatch.context() as patch:
+            patch.setattr(loops, "_functions", [None])
+            want = conv._col2im(np, cols, shape, kernel, stride, padding, dilation, out)
+        assert np.array_equal(added, want)
