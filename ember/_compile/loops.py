@@ -1,5 +1,6 @@
 """Small hand-written C loops for eager steps that NumPy runs slowly or rounds unlike torch: a transposing copy,
-a row scatter-add, `a + alpha * b` as one fused multiply-add, and a 2-D convolution's im2col and col2im.
+a row scatter-add, `a + alpha * b` as one fused multiply-add, a 2-D convolution's im2col and col2im, and
+a batch norm's backward from the forward's statistics.
 
 - `transposed`: attention multiplies by K^T and V^T, and K and V usually arrive (batch, heads, length, dim)
   with dim innermost, so the product is a transposed ("NT") GEMM; OpenBLAS runs those small batched NT
@@ -17,6 +18,9 @@ a row scatter-add, `a + alpha * b` as one fused multiply-add, and a 2-D convolut
   each output row once, the in-range middle as a plain (vectorised) copy when the stride is 1.  `col2im2d`
   is its adjoint (a strided convolution's input gradient): columns added back into the input's shape in
   the same kernel-offset order as NumPy's strided adds (same bits), 4.0 -> ~1 ms for a 16->32 stride-2 layer.
+- `batch_norm_backward`: the generated channel-norm kernel works on (C, N * spatial) rows, so backward
+  copied x, g and the result across layouts and recomputed mean and variance (five passes); this reads
+  NCHW in place with the forward's saved mean and rstd (two passes): 3.3 -> ~1 ms for 64x16x32x32.
 
 Built once through the compiler's disk-cached `codegen.compile_library`; without a C compiler the callers
 fall back to NumPy (`transposed` copies with NumPy, `add_rows` returns False).
@@ -130,6 +134,49 @@ void NAME(const T* restrict cols, T* restrict x, long N, long C, long H, long W,
         } \
     } \
 }
+/* batch norm backward over x, g (N, C, M) contiguous: sums per channel (float blocks of <= 1024 added in
+   double), then gx = rstd * w * (g - sum(g) / count - xhat * sum(g * xhat) / count); gw = sum(g * xhat),
+   gb = sum(g).  w may be NULL (1). */
+#define BN_BACKWARD(NAME, T) \
+void NAME(const T* restrict x, const T* restrict g, const T* restrict mean, const T* restrict rstd, \
+          const T* restrict w, T* restrict gx, T* restrict gw, T* restrict gb, long N, long C, long M) \
+{ \
+    double count = (double)N * (double)M; \
+    for (long c = 0; c < C; c++) { \
+        T m = mean[c], r = rstd[c]; \
+        double sum_g = 0, sum_gx = 0; \
+        for (long n = 0; n < N; n++) { \
+            const T* xr = x + (n * C + c) * M; \
+            const T* gr = g + (n * C + c) * M; \
+            for (long k0 = 0; k0 < M; k0 += 1024) { \
+                long k1 = M - k0 < 1024 ? M : k0 + 1024; \
+                T bg = 0, bgx = 0; \
+                _Pragma("omp simd reduction(+:bg) reduction(+:bgx)") \
+                for (long k = k0; k < k1; k++) { \
+                    bg += gr[k]; \
+                    bgx += gr[k] * ((xr[k] - m) * r); \
+                } \
+                sum_g += bg; \
+                sum_gx += bgx; \
+            } \
+        } \
+        T wc = w ? w[c] : (T)1; \
+        if (gw) gw[c] = (T)sum_gx; \
+        if (gb) gb[c] = (T)sum_g; \
+        if (!gx) continue; \
+        T mean_g = (T)(sum_g / count) * wc, mean_gx = (T)(sum_gx / count) * wc; \
+        for (long n = 0; n < N; n++) { \
+            const T* xr = x + (n * C + c) * M; \
+            const T* gr = g + (n * C + c) * M; \
+            T* out = gx + (n * C + c) * M; \
+            _Pragma("omp simd") \
+            for (long k = 0; k < M; k++) { \
+                T xhat = (xr[k] - m) * r; \
+                out[k] = r * ((gr[k] * wc - mean_g) - xhat * mean_gx); \
+            } \
+        } \
+    } \
+}
 TRANSPOSE(ember_transpose_f32, float)
 TRANSPOSE(ember_transpose_f64, double)
 ADD_ROWS(ember_add_rows_f32, float)
@@ -140,13 +187,15 @@ IM2COL(ember_im2col2d_f32, float)
 IM2COL(ember_im2col2d_f64, double)
 COL2IM(ember_col2im2d_f32, float)
 COL2IM(ember_col2im2d_f64, double)
+BN_BACKWARD(ember_batch_norm_backward_f32, float)
+BN_BACKWARD(ember_batch_norm_backward_f64, double)
 """
 
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _P, _L = ctypes.c_void_p, ctypes.c_long
 _ARGTYPES = {"transpose": [_P, _P] + [_L] * 7, "add_rows": [_P, _P, _P, _L, _L],
              "add_scaled": [_P, _P, _P, ctypes.c_double, _L], "im2col2d": [_P, _P] + [_L] * 18,
-             "col2im2d": [_P, _P] + [_L] * 14}
+             "col2im2d": [_P, _P] + [_L] * 14, "batch_norm_backward": [_P] * 8 + [_L] * 3}
 _functions: list = []  # [None] when no compiler, else [{(name, dtype): function}]
 _lock = threading.Lock()
 
@@ -266,3 +315,25 @@ def col2im2d(cols: np.ndarray, input_shape, kernel, stride, padding, dilation, o
     x = np.zeros((n, c, h, w), cols.dtype)
     fn(cols.ctypes.data, x.ctypes.data, n, c, h, w, kh, kw, sh, sw, padding[0][0], padding[1][0], dh, dw, oh, ow)
     return x
+
+
+def batch_norm_backward(x: np.ndarray, g: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight) -> tuple | None:
+    """(grad_x, grad_weight, grad_bias) of a training batch norm over all dims but 1, from the forward's
+    per-channel `mean` and `rstd`; None where the loop does not apply (not C-contiguous float arrays of
+    one dtype, no compiler)."""
+    dtype = x.dtype
+    arrays = [x, g, mean, rstd] + ([weight] if weight is not None else [])
+    if x.ndim < 2 or not all(type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous for a in arrays):
+        return None
+    if g.shape != x.shape or mean.size != x.shape[1] or rstd.size != x.shape[1] or (
+            weight is not None and weight.size != x.shape[1]):
+        return None
+    fn = _function("batch_norm_backward", dtype)
+    if fn is None:
+        return None
+    n, c = x.shape[:2]
+    gx, gw, gb = np.empty_like(x), np.empty(c, dtype), np.empty(c, dtype)
+    fn(x.ctypes.data, g.ctypes.data, mean.ctypes.data, rstd.ctypes.data,
+       None if weight is None else weight.ctypes.data, gx.ctypes.data, gw.ctypes.data, gb.ctypes.data,
+       n, c, x.size // max(n * c, 1))
+    return gx, gw, gb

@@ -96,8 +96,18 @@ def _normalize_impl(xp, x, weight, bias, axes, eps):
     return y, mean, rstd
 
 
-def _norm_grad_impl(xp, x, weight, bias, g, axes, eps):
-    """x's, weight's and bias's gradients from one generated backward kernel (empty arrays for absent ones)."""
+def _norm_grad_impl(xp, x, weight, bias, g, mean, rstd, axes, eps):
+    """x's, weight's and bias's gradients (empty arrays for absent ones): a training batch norm's from a C loop
+    over NCHW with the forward's mean and rstd (ember/_compile/loops.py), else from one generated backward
+    kernel that recomputes them."""
+    if axes == (0,) + tuple(range(2, x.ndim)):
+        from .._compile.loops import batch_norm_backward
+
+        done = batch_norm_backward(x, g, mean, rstd, weight)
+        if done is not None:
+            grad_x, grad_w, grad_b = done
+            return (grad_x, grad_w.reshape(weight.shape) if weight is not None else np.empty(0, x.dtype),
+                    grad_b.reshape(bias.shape) if bias is not None else np.empty(0, x.dtype))
     rows = _norm_rows(x, weight, bias, axes, eps)
     x_rows = rows.rows(x)
     stats_grad = np.zeros(x_rows.shape[:-1] + (1,), x.dtype)  # mean and rstd are not differentiable outputs
@@ -122,7 +132,8 @@ def _normalize_backward(ctx, grads):
     axes = ctx.params["axes"]
     if (not grad_state.enabled and g._dtype is x._dtype and tuple(g.shape) == tuple(x.shape)
             and _norm_rows(x._data, _data(weight), _data(bias), axes, ctx.params["eps"]) is not None):
-        gx, gw, gb = call(_NORM_GRAD, (x, weight, bias, g), dict(ctx.params))
+        gx, gw, gb = call(_NORM_GRAD, (x, weight, bias, g, ctx.saved_output(1), ctx.saved_output(2)),
+                          dict(ctx.params))
         return gx, (gw if weight is not None else None), (gb if bias is not None else None)
     # Not ctx.result: y itself is not needed and may have been modified in place since (a ReLU(inplace=True)).
     mean, rstd = ctx.saved_output(1), ctx.saved_output(2)

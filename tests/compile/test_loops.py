@@ -144,3 +144,34 @@ def test_col2im2d_equals_numpys_strided_adds(monkeypatch, geometry):
             patch.setattr(loops, "_functions", [None])
             want = conv._col2im(np, cols, shape, kernel, stride, padding, dilation, out)
         assert np.array_equal(added, want)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_backward_from_saved_statistics(monkeypatch, affine):
+    """The C batch-norm backward (NCHW in place, the forward's mean and rstd) against a float64 reference and
+    against the generated kernel that recomputes the statistics: as accurate, within float32 rounding."""
+    from ember.nn import _functional_norm as norm
+
+    x = RNG.standard_normal((16, 8, 16, 10)).astype(np.float32) * 3 + 1  # >= native.MIN_ELEMENTS: kernels
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    weight = RNG.standard_normal((1, 8, 1, 1)).astype(np.float32) if affine else None
+    bias = np.zeros((1, 8, 1, 1), np.float32) if affine else None
+    axes = (0, 2, 3)
+    _, mean, rstd = norm._normalize_impl(np, x, weight, bias, axes, 1e-5)
+    got = norm._norm_grad_impl(np, x, weight, bias, g, mean, rstd, axes, 1e-5)
+    if loops.batch_norm_backward(x, g, mean, rstd, weight) is None:
+        pytest.skip("no C compiler")
+    with monkeypatch.context() as patch:
+        patch.setattr(loops, "_functions", [None])
+        generated = norm._norm_grad_impl(np, x, weight, bias, g, mean, rstd, axes, 1e-5)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    xhat = (x64 - x64.mean(axes, keepdims=True)) / np.sqrt(x64.var(axes, keepdims=True) + 1e-5)
+    count = x.size / x.shape[1]
+    scale = (weight if affine else 1.0) / np.sqrt(x64.var(axes, keepdims=True) + 1e-5)
+    want = scale * (g64 - g64.sum(axes, keepdims=True) / count - xhat * (g64 * xhat).sum(axes, keepdims=True) / count)
+    for result in (got, generated):
+        np.testing.assert_allclose(result[0], want, rtol=0, atol=2e-6 * np.abs(want).max())
+    if affine:
+        np.testing.assert_allclose(got[1], (g64 * xhat).sum(axes, keepdims=True), rtol=1e-5)
+        np.testing.assert_allclose(got[2], g64.sum(axes, keepdims=True), rtol=1e-5, atol=1e-4)
+        assert got[1].shape == weight.shape and got[2].shape == bias.shape
