@@ -78,6 +78,12 @@ def _norm_rows(x, weight, bias, axes, eps) -> _NormRows | None:
 
 def _normalize_impl(xp, x, weight, bias, axes, eps):
     rows = _norm_rows(x, weight, bias, axes, eps)
+    if rows is not None and rows.channel:  # a training batch norm: NCHW in place (ember/_compile/loops.py)
+        from .._compile.loops import batch_norm_forward
+
+        done = batch_norm_forward(x, weight, bias, eps)
+        if done is not None:
+            return done
     if rows is not None:
         y, mean, rstd = rows.kernels(rows.rows(x), *rows.affine(weight, bias))
         return rows.unrows(y, x.shape), rows.stat(mean, x), rows.stat(rstd, x)

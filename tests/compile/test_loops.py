@@ -175,3 +175,30 @@ def test_batch_norm_backward_from_saved_statistics(monkeypatch, affine):
         np.testing.assert_allclose(got[1], (g64 * xhat).sum(axes, keepdims=True), rtol=1e-5)
         np.testing.assert_allclose(got[2], g64.sum(axes, keepdims=True), rtol=1e-5, atol=1e-4)
         assert got[1].shape == weight.shape and got[2].shape == bias.shape
+
+
+def test_batch_norm_forward_matches_the_generated_kernel(monkeypatch):
+    """The C batch-norm forward (NCHW in place, channels split over threads) gives the generated channel
+    kernel's values: the same bits where a sample's plane is one 1024-element block as the kernel's, float
+    rounding otherwise; one thread or two, the same bits."""
+    from ember.nn import _functional_norm as norm
+
+    for shape in ((16, 6, 32, 32), (8, 5, 9, 11)):  # the first is large enough to split over two threads
+        x = (RNG.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+        weight = RNG.standard_normal((1, shape[1], 1, 1)).astype(np.float32)
+        bias = RNG.standard_normal((1, shape[1], 1, 1)).astype(np.float32)
+        if loops.batch_norm_forward(x, weight, bias, 1e-5) is None:
+            pytest.skip("no C compiler")
+        runs = []
+        for threads in (1, 2):
+            with monkeypatch.context() as patch:
+                patch.setattr(ember._runtime, "get_num_threads", lambda: threads)
+                runs.append(norm._normalize_impl(np, x, weight, bias, (0, 2, 3), 1e-5))
+        with monkeypatch.context() as patch:
+            patch.setattr(loops, "_functions", [None])
+            generated = norm._normalize_impl(np, x, weight, bias, (0, 2, 3), 1e-5)
+        for ours, one_thread, theirs in zip(runs[1], runs[0], generated):
+            assert ours.shape == theirs.shape and np.array_equal(ours, one_thread)
+            if shape[2] * shape[3] == 1024:
+                assert np.array_equal(ours, theirs)
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
