@@ -180,37 +180,30 @@ void NAME(const T* restrict x, const T* restrict g, const T* restrict mean, cons
         } \
     } \
 }
+/* TOTAL += TERM(v) over channel c's values v of x (N, C, M): float blocks of <= 1024 added in double */
+#define CHANNEL_SUM(T, TOTAL, TERM) \
+    for (long n = 0; n < N; n++) { \
+        const T* xr = x + (n * C + c) * M; \
+        for (long k0 = 0; k0 < M; k0 += 1024) { \
+            long k1 = M - k0 < 1024 ? M : k0 + 1024; \
+            T block = 0; \
+            _Pragma("omp simd reduction(+:block)") \
+            for (long k = k0; k < k1; k++) { T v = xr[k]; block += (TERM); } \
+            TOTAL += block; \
+        } \
+    }
 /* batch norm forward over x (N, C, M) contiguous: per channel mean, then the variance of the deviations
-   (two passes, float blocks of <= 1024 added in double), y = (x - mean) * rstd * w + b; w, b may be NULL */
+   (two passes), y = (x - mean) * rstd * w + b; w, b may be NULL */
 #define BN_FORWARD(NAME, T, SQRT) \
 void NAME(const T* restrict x, const T* restrict w, const T* restrict b, T* restrict y, T* restrict mean, \
           T* restrict rstd, double eps, long N, long C, long M, long c0, long c1) \
 { \
     double count = (double)N * (double)M; \
     for (long c = c0; c < c1; c++) { \
-        double total = 0; \
-        for (long n = 0; n < N; n++) { \
-            const T* xr = x + (n * C + c) * M; \
-            for (long k0 = 0; k0 < M; k0 += 1024) { \
-                long k1 = M - k0 < 1024 ? M : k0 + 1024; \
-                T block = 0; \
-                _Pragma("omp simd reduction(+:block)") \
-                for (long k = k0; k < k1; k++) block += xr[k]; \
-                total += block; \
-            } \
-        } \
+        double total = 0, squares = 0; \
+        CHANNEL_SUM(T, total, v) \
         T m = (T)(total / count); \
-        double squares = 0; \
-        for (long n = 0; n < N; n++) { \
-            const T* xr = x + (n * C + c) * M; \
-            for (long k0 = 0; k0 < M; k0 += 1024) { \
-                long k1 = M - k0 < 1024 ? M : k0 + 1024; \
-                T block = 0; \
-                _Pragma("omp simd reduction(+:block)") \
-                for (long k = k0; k < k1; k++) block += (xr[k] - m) * (xr[k] - m); \
-                squares += block; \
-            } \
-        } \
+        CHANNEL_SUM(T, squares, (v - m) * (v - m)) \
         T var = (T)(squares / count); \
         T r = (T)1 / SQRT(var + (T)eps); \
         T wc = w ? w[c] : (T)1, bc = b ? b[c] : (T)0; \
