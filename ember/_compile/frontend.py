@@ -70,6 +70,7 @@ def _owner_of(fn):
         owner = fn._compile_owner()
     return owner
 
+
 class _Entry:
     def __init__(self, compiled=None, breaks=(), externals=(), structure=None, placeholder_count=0) -> None:
         self.compiled = compiled
@@ -209,8 +210,8 @@ class CompiledFunction:
         self._owner_name = type(owner).__name__
         self._owner_inputs = getattr(owner, "_compile_inputs", None)
         self._owner_guard = getattr(owner, "_compile_guard", None)
-        # Python values a capture bakes in (pyguards): the closure's scalar cells now, and the scalar globals
-        # user code read during captures, found as they happen (the key's last element)
+        # Python values a capture bakes in (pyguards): the closure's scalar and tensor cells, and the scalar and
+        # tensor globals user code read during captures, found as they happen (the key's last element)
         self._cells = pyguards.closure_cells(fn)
         self.watched: dict = {}
         functools.update_wrapper(self, fn, updated=())

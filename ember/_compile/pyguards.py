@@ -38,17 +38,23 @@ SCALARS = (int, float, bool, str, type(None))
 _MISSING = object()
 
 
-def _library_prefixes() -> tuple:
+def _library_prefixes() -> tuple[tuple, tuple]:
+    """(always library: ember, NumPy, frozen modules; the standard library, unless inside site-packages)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ember package
-    paths = {here, os.path.dirname(np.__file__)}
-    for key in ("stdlib", "platstdlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            paths.add(path)
-    return tuple(os.path.join(p, "") for p in paths) + ("<frozen",)
+    always = tuple(os.path.join(p, "") for p in (here, os.path.dirname(np.__file__))) + ("<frozen",)
+    stdlib = tuple(os.path.join(p, "") for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")} if p)
+    return always, stdlib
 
 
-_LIBRARY = _library_prefixes()
+_ALWAYS, _STDLIB = _library_prefixes()
+
+
+def _library(filename: str) -> bool:
+    """Whether code in `filename` is ember's, NumPy's or the standard library's (its globals are not the
+    user's settings); installed packages (site-packages: a model library) count as user code."""
+    if filename.startswith(_ALWAYS):
+        return True
+    return filename.startswith(_STDLIB) and "site-packages" not in filename and "dist-packages" not in filename
 
 
 def _scalar(value) -> bool:
@@ -110,7 +116,7 @@ class Watcher:
         if code in self._seen:
             return
         self._seen.add(code)
-        if code.co_filename.startswith(_LIBRARY):
+        if _library(code.co_filename):
             return
         namespace = frame.f_globals
         for name in code.co_names:
