@@ -470,3 +470,18 @@ CALL_LOG: list = []
 def _appends_to_log(x):
     CALL_LOG.append(1)
     return x + 1
+
+
+def test_installed_packages_count_as_user_code():
+    """Globals of ember, NumPy and the standard library are not guarded (they are not the user's settings);
+    a model library installed in site-packages (under the stdlib prefix on most systems) is user code."""
+    import json
+    import os
+    import sysconfig
+
+    from ember._compile import pyguards
+
+    assert pyguards._library(np.__file__) and pyguards._library(json.__file__)
+    assert pyguards._library(pyguards.__file__) and not pyguards._library(__file__)
+    installed = os.path.join(sysconfig.get_paths()["stdlib"], "site-packages", "models", "gpt.py")
+    assert not pyguards._library(installed)
