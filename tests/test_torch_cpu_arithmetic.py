@@ -185,3 +185,33 @@ def test_add_with_alpha_without_fma_matches_torch_default_kernels():
         "a, b = (np.random.default_rng(0).standard_normal(10_001).astype(np.float32) for _ in range(2))\n"
         "t = torch.tensor(a).add(torch.tensor(b), alpha=-0.3).numpy()\n"
         "assert (ember.tensor(a).add(ember.tensor(b), alpha=-0.3).numpy() == t).all()\n")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lerp_and_addcmul_round_as_torch(dtype):
+    """torch's lerp is fma(w, end - a, a) for |w| < 0.5 and fma(a - end, 1 - w, end) otherwise; addcmul is
+    fma(value * t1, t2, a).  Bit-equal for scalar and tensor weights on both branches, in place (Adam's
+    moment updates) and broadcast; the one-branch unfused form differed in up to half of the elements."""
+    rng = np.random.default_rng(2)
+    a, b, c = (rng.standard_normal(50_001).astype(dtype) for _ in range(3))
+    for weight in (0.1, 0.5, 0.7, -0.3, 1.5):
+        want = torch.tensor(a).lerp_(torch.tensor(b), weight).numpy()
+        assert np.array_equal(ember.tensor(a).lerp_(ember.tensor(b), weight).numpy(), want), weight
+    weights = rng.uniform(-1, 2, a.shape).astype(dtype)
+    want = torch.lerp(torch.tensor(a), torch.tensor(b), torch.tensor(weights)).numpy()
+    assert np.array_equal(ember.lerp(ember.tensor(a), ember.tensor(b), ember.tensor(weights)).numpy(), want)
+    want = torch.lerp(torch.tensor(a[:12].reshape(3, 4)), torch.tensor(b[:4]), 0.25).numpy()
+    assert np.array_equal(ember.lerp(ember.tensor(a[:12].reshape(3, 4)), ember.tensor(b[:4]), 0.25).numpy(), want)
+    for value in (0.001, -2.5, 1):
+        want = torch.tensor(a).addcmul_(torch.tensor(b), torch.tensor(c), value=value).numpy()
+        assert np.array_equal(ember.tensor(a).addcmul_(ember.tensor(b), ember.tensor(c), value=value).numpy(), want)
+
+
+def test_lerp_and_addcmul_without_fma_match_torch_default_kernels():
+    _run_under_default_kernels(
+        "a, b, c = (np.random.default_rng(0).standard_normal(10_001).astype(np.float32) for _ in range(3))\n"
+        "for w in (0.1, 0.7):\n"
+        "    t = torch.tensor(a).lerp(torch.tensor(b), w).numpy()\n"
+        "    assert (ember.tensor(a).lerp(ember.tensor(b), w).numpy() == t).all(), w\n"
+        "t = torch.tensor(a).addcmul(torch.tensor(b), torch.tensor(c), value=0.3).numpy()\n"
+        "assert (ember.tensor(a).addcmul(ember.tensor(b), ember.tensor(c), value=0.3).numpy() == t).all()\n")

@@ -1,6 +1,6 @@
 """Small hand-written C loops for eager steps that NumPy runs slowly or rounds unlike torch: a transposing copy,
-a row scatter-add, `a + alpha * b` as one fused multiply-add, a 2-D convolution's im2col and col2im, and
-a training batch norm's forward and backward over NCHW in place.
+a row scatter-add, `a + alpha * b`, lerp and addcmul with torch's fused multiply-adds, a 2-D convolution's
+im2col and col2im, and a training batch norm's forward and backward over NCHW in place.
 
 - `transposed`: attention multiplies by K^T and V^T, and K and V usually arrive (batch, heads, length, dim)
   with dim innermost, so the product is a transposed ("NT") GEMM; OpenBLAS runs those small batched NT
@@ -13,6 +13,9 @@ a training batch norm's forward and backward over NCHW in place.
 - `add_scaled`: `add(a, b, alpha=...)` (an SGD update `p.add_(g, alpha=-lr)`): torch's CPU kernel computes
   fma(b, alpha, a), one rounding; NumPy's `a + alpha * b` rounds twice and differed from torch in 18 % of
   float32 elements.  One pass instead of two, with torch's bits.
+- `lerp` / `addcmul`: torch's kernels compute lerp as fma(w, end - a, a) for |w| < 0.5 and
+  fma(a - end, 1 - w, end) otherwise, and addcmul as fma(value * t1, t2, a); NumPy's unfused forms (one
+  branch only, for lerp) differed from torch in up to half of the elements (Adam's moment updates use both).
 - `im2col2d`: a convolution's columns (N, C*KH*KW, OH*OW) straight from the unpadded input, zeros written
   where a window leaves it: NumPy needed a padded copy and a strided-window copy (~10 GB/s); this writes
   each output row once, the in-range middle as a plain (vectorised) copy when the stride is 1.  `col2im2d`
@@ -180,6 +183,24 @@ void NAME(const T* restrict x, const T* restrict g, const T* restrict mean, cons
         } \
     } \
 }
+/* out = lerp(a, b, w) as torch's kernel rounds it; w[i * ws] (ws = 0: one weight) */
+#define LERP(NAME, T, FMA, ABS) \
+void NAME(const T* a, const T* b, const T* w, T* out, long ws, long n) \
+{ \
+    _Pragma("omp simd") \
+    for (long i = 0; i < n; i++) { \
+        T wi = w[i * ws], x = a[i], y = b[i]; \
+        out[i] = ABS(wi) < (T)0.5 ? FMA(wi, y - x, x) : FMA(x - y, (T)1 - wi, y); \
+    } \
+}
+/* out = a + value * t1 * t2 as torch's kernel rounds it: fma(value * t1, t2, a) */
+#define ADDCMUL(NAME, T, FMA) \
+void NAME(const T* a, const T* t1, const T* t2, T* out, double value, long n) \
+{ \
+    T v = (T)value; \
+    _Pragma("omp simd") \
+    for (long i = 0; i < n; i++) out[i] = FMA(v * t1[i], t2[i], a[i]); \
+}
 /* TOTAL += TERM(v) over channel c's values v of x (N, C, M): float blocks of <= 1024 added in double */
 #define CHANNEL_SUM(T, TOTAL, TERM) \
     for (long n = 0; n < N; n++) { \
@@ -231,6 +252,10 @@ BN_BACKWARD(ember_batch_norm_backward_f32, float)
 BN_BACKWARD(ember_batch_norm_backward_f64, double)
 BN_FORWARD(ember_batch_norm_forward_f32, float, sqrtf)
 BN_FORWARD(ember_batch_norm_forward_f64, double, sqrt)
+LERP(ember_lerp_f32, float, fmaf, fabsf)
+LERP(ember_lerp_f64, double, fma, fabs)
+ADDCMUL(ember_addcmul_f32, float, fmaf)
+ADDCMUL(ember_addcmul_f64, double, fma)
 """
 
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -238,7 +263,8 @@ _P, _L = ctypes.c_void_p, ctypes.c_long
 _ARGTYPES = {"transpose": [_P, _P] + [_L] * 7, "add_rows": [_P, _P, _P, _L, _L],
              "add_scaled": [_P, _P, _P, ctypes.c_double, _L], "im2col2d": [_P, _P] + [_L] * 18,
              "col2im2d": [_P, _P] + [_L] * 14, "batch_norm_backward": [_P] * 8 + [_L] * 5,
-             "batch_norm_forward": [_P] * 6 + [ctypes.c_double] + [_L] * 5}
+             "batch_norm_forward": [_P] * 6 + [ctypes.c_double] + [_L] * 5, "lerp": [_P] * 4 + [_L, _L],
+             "addcmul": [_P] * 4 + [ctypes.c_double, _L]}
 _functions: list = []  # [None] when no compiler, else [{(name, dtype): function}]
 _lock = threading.Lock()
 
@@ -415,3 +441,60 @@ def _over_channels(fn, args: list, channels: int, size: int) -> None:
         fn(*calls[0])
     else:
         codegen._parallel(fn, calls)
+
+
+def _same_float_arrays(arrays, out) -> tuple | None:
+    """`arrays` broadcast to one shape as C-contiguous arrays of one float dtype, and a writable output (`out`
+    when it is C-contiguous of that shape, else a new array); None if they are not float NumPy arrays of
+    one dtype."""
+    if not all(type(a) is np.ndarray for a in arrays) or len({a.dtype for a in arrays}) != 1 \
+            or arrays[0].dtype not in _FLOATS:
+        return None
+    shapes = {a.shape for a in arrays}
+    arrays = np.broadcast_arrays(*arrays) if len(shapes) > 1 else arrays
+    arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
+    usable = (out is not None and type(out) is np.ndarray and out.dtype == arrays[0].dtype
+              and out.shape == arrays[0].shape and out.flags.c_contiguous and out.flags.writeable)
+    return arrays, out if usable else np.empty(arrays[0].shape, arrays[0].dtype)
+
+
+def _finish(result, out):
+    if out is not None and result is not out:
+        out[...] = result
+        return out
+    return result
+
+
+def lerp(a: np.ndarray, b: np.ndarray, weight, out: np.ndarray | None = None) -> np.ndarray | None:
+    """lerp(a, b, weight) with torch's rounding (a scalar or an array weight); None where the loop does not
+    apply (the caller computes it another way)."""
+    scalar = not isinstance(weight, np.ndarray) or weight.ndim == 0
+    if scalar and (isinstance(weight, complex) or getattr(weight, "dtype", np.dtype("f")).kind == "c"):
+        return None
+    if type(a) is not np.ndarray:
+        return None
+    w = np.asarray(weight, a.dtype).reshape(1) if scalar else weight
+    prepared = _same_float_arrays([a, b] if scalar else [a, b, w], out)
+    fn = _function("lerp", a.dtype) if prepared is not None else None
+    if fn is None:
+        return None
+    arrays, result = prepared
+    if not scalar:
+        w = arrays[2]
+    fn(arrays[0].ctypes.data, arrays[1].ctypes.data, w.ctypes.data, result.ctypes.data, 0 if scalar else 1,
+       result.size)
+    return _finish(result, out)
+
+
+def addcmul(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value, out: np.ndarray | None = None) -> np.ndarray | None:
+    """a + value * t1 * t2 with torch's rounding; None where the loop does not apply."""
+    if isinstance(value, complex) or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    prepared = _same_float_arrays([a, t1, t2], out)
+    fn = _function("addcmul", a.dtype) if prepared is not None else None
+    if fn is None:
+        return None
+    arrays, result = prepared
+    fn(arrays[0].ctypes.data, arrays[1].ctypes.data, arrays[2].ctypes.data, result.ctypes.data, float(value),
+       result.size)
+    return _finish(result, out)

@@ -351,6 +351,13 @@ def _scaled_sum(xp, a, b, alpha, out=None):
                 return out
         if done is not None:
             return done
+    if (xp is not np and getattr(a, "dtype", None) == np.float32 and getattr(b, "dtype", None) == np.float32
+            and not isinstance(alpha, complex)):  # CUDA's kernels fuse the multiply-add (nvcc contracts it)
+        result = special_math.fused_multiply_add(xp, xp.asarray(alpha, dtype=np.float32), b, a)
+        if out is None:
+            return result
+        out[...] = result
+        return out
     scaled = special_math.scalar_like(alpha, b) * b
     if out is None:
         return a + scaled

@@ -29,6 +29,18 @@ _ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.204895398080966
            1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
 
 
+def fused_multiply_add(xp, x, y, z):
+    """x * y + z rounded once where the operands are float32 (the product of two floats is exact in float64,
+    so the float64 sum rounded to float32 is the fused result except in double-rounding ties): how torch's
+    FMA-built CPU kernels and CUDA (nvcc contracts a * b + c) round their multiply-adds.  Other dtypes are
+    rounded twice (an array module without fma)."""
+    x, y, z = (xp.asarray(v) if not hasattr(v, "dtype") else v for v in (x, y, z))
+    if all(v.dtype == np.float32 for v in (x, y, z)):
+        wide = xp.float64
+        return (x.astype(wide) * y.astype(wide) + z.astype(wide)).astype(np.float32)
+    return x * y + z
+
+
 def _polevl(x, coefficients):
     """Horner's rule, in place on one buffer (these run over every element of large activations)."""
     result = np.full_like(x, coefficients[0])

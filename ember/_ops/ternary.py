@@ -6,6 +6,8 @@ elementwise.py stays a readable size.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype as dt
 from .._dispatch import call, result_type_of_args
 from .._tensor import SCALAR_NAMES, Tensor
@@ -19,13 +21,43 @@ def _c_type_name(dtype: dt.dtype) -> str:
     return dt.CPP_TYPE_NAMES[dtype.name]
 
 
-def _lerp_out(xp, out, a, b, w):
+def _fused(xp) -> bool:
+    """Whether torch's kernels fuse multiply-adds here: CUDA always, the CPU on FMA builds (NOTE [ torch's CPU
+    kernel arithmetic ])."""
+    from .. import _runtime
+
+    return xp is not np or _runtime.kernels_fuse_multiply_add()
+
+
+def _lerp_impl(xp, a, b, w, out=None):
+    """torch's lerp: a + w * (b - a) for |w| < 0.5, b - (b - a) * (1 - w) otherwise (exact at both ends),
+    each one fused multiply-add where torch's kernels fuse (a C loop on the CPU, ember/_compile/loops.py)."""
+    fused = _fused(xp)
+    if fused and xp is np:
+        from .._compile.loops import lerp
+
+        done = lerp(a, b, w, out)
+        if done is not None:
+            return done
     difference = b - a
-    step = _reusing(xp.multiply, w, difference, difference, out)
-    xp.add(a, step, out=out, casting="unsafe")
+    if fused:
+        w = xp.asarray(w, dtype=difference.dtype) if not hasattr(w, "dtype") else w
+        low = special_math.fused_multiply_add(xp, w, difference, a)
+        high = special_math.fused_multiply_add(xp, -difference, (1 - w).astype(difference.dtype), b)
+    else:
+        low, high = a + w * difference, b - difference * (1 - w)
+    result = xp.where(xp.abs(w) < 0.5, low, high)
+    if out is None:
+        return result.astype(xp.result_type(a, b), copy=False)
+    out[...] = result
+    return out
 
 
-_LERP = pointwise("lerp", lambda xp, a, b, w: a + w * (b - a), lambda ctx, g: _lerp_backward(ctx, g),
+def _lerp_out(xp, out, a, b, w):
+    _lerp_impl(xp, a, b, w, out)
+
+
+_LERP = pointwise("lerp", lambda xp, a, b, w: _lerp_impl(xp, a, b, w), lambda ctx, g: _lerp_backward(ctx, g),
                   out_impl=_lerp_out)
 
 
@@ -58,10 +90,26 @@ def _addcdiv_backward(ctx, g):
     return g, g * _conj(value / t2), -g * _conj(value * t1 / t2.square())
 
 
-def _addcmul_out(xp, out, a, t1, t2, value=1):
+def _addcmul_impl(xp, a, t1, t2, value=1, out=None):
+    """a + value * t1 * t2; where torch's kernels fuse multiply-adds it rounds as fma(value * t1, t2, a) (a C
+    loop on the CPU)."""
+    fused = _fused(xp) and not isinstance(value, complex)
+    if fused and xp is np:
+        from .._compile.loops import addcmul
+
+        done = addcmul(a, t1, t2, value, out)
+        if done is not None:
+            return done
     scaled = special_math.scalar_like(value, t1) * t1
-    product = _reusing(xp.multiply, scaled, t2, scaled, out)
-    xp.add(a, product, out=out, casting="unsafe")
+    result = special_math.fused_multiply_add(xp, scaled, t2, a) if fused else a + scaled * t2
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _addcmul_out(xp, out, a, t1, t2, value=1):
+    _addcmul_impl(xp, a, t1, t2, value, out)
 
 
 def _addcdiv_out(xp, out, a, t1, t2, value=1):
@@ -70,8 +118,7 @@ def _addcdiv_out(xp, out, a, t1, t2, value=1):
     xp.add(a, quotient, out=out, casting="unsafe")
 
 
-_ADDCMUL = pointwise("addcmul", lambda xp, a, t1, t2, value=1: a + special_math.scalar_like(value, t1) * t1 * t2,
-                     _addcmul_backward, out_impl=_addcmul_out)
+_ADDCMUL = pointwise("addcmul", _addcmul_impl, _addcmul_backward, out_impl=_addcmul_out)
 _ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward,
                      out_impl=_addcdiv_out)
 
