@@ -119,7 +119,13 @@ def get_device_module(device=None) -> types.ModuleType:
 # - the AVX2 and AVX512 builds are compiled with FMA, and the compiler contracts `a + b * c` in scalar kernel
 #   loops into one fused multiply-add (rounded once): linspace's `start + step * i` is such a loop (measured:
 #   torch 2.13 matches an exact fma on avx2/avx512 and the two-rounding form with ATEN_CPU_CAPABILITY=default).
-#   Builds for other architectures (aarch64, clang's default -ffp-contract=on) contract too.
+#   Builds for other architectures (aarch64, clang's default -ffp-contract=on) contract too.  The same holds
+#   for the vectorised binary kernels: add/sub with alpha (fma(other, alpha, input)), lerp (fma(w, end - a, a)
+#   for |w| < 0.5, fma(a - end, 1 - w, end) otherwise) and addcmul (fma(value * t1, t2, a)); addcdiv is not
+#   fused.  ember computes those with C loops (ember/_compile/loops.py), bit-equal to torch.
+# - torch's float sqrt is not always correctly rounded (1 ulp off in ~16 % of float32 inputs on this
+#   machine's AVX512 build, likely MKL's vector math); ember's is (IEEE), so optimizers that take a square
+#   root (Adam, RMSprop) still drift from torch by an ulp here and there.
 # - torch's sum kernel adds in 32-byte vectors (8 floats) on every x86 build, AVX512 included (measured on
 #   torch 2.13; see `_torch_float_sum` in ember/ao/quantization/observer.py).
 _CAPABILITY_ORDER = ("DEFAULT", "AVX2", "AVX512")
