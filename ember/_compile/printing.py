@@ -125,13 +125,15 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
         namespace["_bind"] = bind
     outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
     body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
-    uses_mode = any("_state.enabled" in line for line in body)
+    if getattr(graph, "inference", False):  # the function entered inference_mode itself (tracer.finish)
+        body.insert(0, "_state.inference = True")
+    uses_mode = any("_state." in line for line in body)
     if uses_mode:
-        lines.append("    _entry = _state.enabled")
+        lines.append("    _entry = (_state.enabled, _state.inference)")
         lines.append("    try:")
         lines += ["        " + line for line in body]
         lines.append("    finally:")
-        lines.append("        _state.enabled = _entry")
+        lines.append("        _state.enabled, _state.inference = _entry")
     else:
         lines += ["    " + line for line in body]
     return "\n".join(lines) + "\n", namespace

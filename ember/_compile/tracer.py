@@ -128,6 +128,8 @@ class Tracer:
         self.fullgraph = fullgraph
         self.explain = explain
         self.graphs: list[Graph] = [Graph()]
+        self.entry_inference = state.inference
+        self.inference_modes: set = set()  # inference_mode states the recorded ops ran under (finish)
         self.breaks: list[BreakReason] = []
         self.broken = False
         self.value_of: dict = {}  # id(tensor) -> Value
@@ -171,6 +173,9 @@ class Tracer:
 
     def bind_inputs(self, args, kwargs) -> None:
         self.segment_grad_mode = [state.enabled]
+        # inference_mode entered inside the function (an @inference_mode() body): its results must be inference
+        # tensors at replay too, which the runner can do for the whole call (graph.inference), not for part
+        self.entry_inference = state.inference
         for path, tensor in flatten_tensors(args, kwargs):
             if id(tensor) in self.value_of:
                 continue
@@ -272,6 +277,7 @@ class Tracer:
             name_arrays(params, extra)
         node = self.graph.add(Node("call", self.graph.fresh_name(f"{op.name}_"), op=op, args=node_args,
                                    params=dict(params), grad_enabled=state.enabled, source=user_source()))
+        self.inference_modes.add(state.inference)
         node.index_args = len(sources)
         tensors = results if isinstance(results, tuple) else (results,)
         values = self.graph.make_values(node, tensors)
@@ -382,8 +388,14 @@ class Tracer:
             if rng_state != self._rng_state and self.random_ops == 0:
                 self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
                                  "frozen into the graph")
+            if len(self.inference_modes) > 1:
+                self.graph_break("inference_mode around part of a compiled function: a replay could not make just "
+                                 "those results inference tensors")
         if self.broken and not self.explain:
             return False
+        inside = self.inference_modes == {True} and not self.entry_inference
+        for graph in self.graphs:
+            graph.inference = inside
         try:
             structure = self._output_structure(result)
         except _UnsupportedOutput as error:

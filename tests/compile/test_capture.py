@@ -485,3 +485,30 @@ def test_installed_packages_count_as_user_code():
     assert pyguards._library(pyguards.__file__) and not pyguards._library(__file__)
     installed = os.path.join(sysconfig.get_paths()["stdlib"], "site-packages", "models", "gpt.py")
     assert not pyguards._library(installed)
+
+
+def test_inference_mode_entered_inside_replays_inference_tensors():
+    """An @inference_mode() body makes inference tensors; its replay must too (the runner enters inference
+    mode for the call).  inference_mode around only part of the function is a graph break."""
+    w = ember.randn(3, 3, requires_grad=True)
+
+    @ember.inference_mode()
+    def predict(x):
+        return (x @ w).relu()
+
+    compiled = ember.compile(predict)
+    for _ in range(3):
+        out = compiled(ember.ones(2, 3))
+    assert out.is_inference() and not out.requires_grad and compiled.captures == 1
+    assert not ember.is_inference_mode_enabled()  # restored after the replay
+
+    def partly(x):
+        with ember.inference_mode():
+            y = x @ w
+        return y, x * 2
+
+    compiled = ember.compile(partly)
+    for _ in range(2):
+        inside, outside = compiled(ember.ones(2, 3))
+    assert inside.is_inference() and not outside.is_inference()
+    assert "inference_mode around part" in compiled.graph_breaks[0].reason
