@@ -34,6 +34,7 @@ fall back to NumPy (`transposed` copies with NumPy, `add_rows` returns False).
 from __future__ import annotations
 
 import ctypes
+import numbers
 import threading
 
 import numpy as np
@@ -330,8 +331,8 @@ def add_scaled(a: np.ndarray, b: np.ndarray, alpha, out: np.ndarray | None = Non
     dtype, a non-real alpha, no compiler): the caller computes it another way."""
     dtype = a.dtype
     if not (type(a) is np.ndarray and type(b) is np.ndarray and b.dtype == dtype and a.shape == b.shape
-            and a.flags.c_contiguous and b.flags.c_contiguous and isinstance(alpha, (int, float))
-            and not isinstance(alpha, bool)):
+            and a.flags.c_contiguous and b.flags.c_contiguous and isinstance(alpha, numbers.Real)
+            and not isinstance(alpha, (bool, np.bool_))):
         return None
     if out is not None and not (type(out) is np.ndarray and out.dtype == dtype and out.shape == a.shape
                                 and out.flags.c_contiguous and out.flags.writeable):
@@ -488,7 +489,7 @@ def lerp(a: np.ndarray, b: np.ndarray, weight, out: np.ndarray | None = None) ->
 
 def addcmul(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value, out: np.ndarray | None = None) -> np.ndarray | None:
     """a + value * t1 * t2 with torch's rounding; None where the loop does not apply."""
-    if isinstance(value, complex) or isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         return None
     prepared = _same_float_arrays([a, t1, t2], out)
     fn = _function("addcmul", a.dtype) if prepared is not None else None
