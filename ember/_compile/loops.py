@@ -325,27 +325,6 @@ def add_rows(region: np.ndarray, index: np.ndarray, values: np.ndarray) -> bool:
     return True
 
 
-def add_scaled(a: np.ndarray, b: np.ndarray, alpha, out: np.ndarray | None = None) -> np.ndarray | None:
-    """a + alpha * b as torch's CPU kernel computes it, fma(b, alpha, a), into `out` (which may be `a`) or a new
-    array; None where the loop does not apply (not same-shape C-contiguous float32/float64 NumPy arrays of one
-    dtype, a non-real alpha, no compiler): the caller computes it another way."""
-    dtype = a.dtype
-    if not (type(a) is np.ndarray and type(b) is np.ndarray and b.dtype == dtype and a.shape == b.shape
-            and a.flags.c_contiguous and b.flags.c_contiguous and isinstance(alpha, numbers.Real)
-            and not isinstance(alpha, (bool, np.bool_))):
-        return None
-    if out is not None and not (type(out) is np.ndarray and out.dtype == dtype and out.shape == a.shape
-                                and out.flags.c_contiguous and out.flags.writeable):
-        return None
-    fn = _function("add_scaled", dtype)
-    if fn is None:
-        return None
-    if out is None:
-        out = np.empty_like(a)
-    fn(a.ctypes.data, b.ctypes.data, out.ctypes.data, float(alpha), a.size)
-    return out
-
-
 def im2col2d(x: np.ndarray, kernel, stride, padding, dilation) -> tuple | None:
     """A 2-D convolution's columns (N, C*KH*KW, OH*OW) and output size (OH, OW) for `x` (N, C, H, W, any
     strides), `padding` ((top, bottom), (left, right)) non-negative; None where the loop does not apply
@@ -464,6 +443,21 @@ def _finish(result, out):
         out[...] = result
         return out
     return result
+
+
+def add_scaled(a: np.ndarray, b: np.ndarray, alpha, out: np.ndarray | None = None) -> np.ndarray | None:
+    """a + alpha * b as torch's CPU kernel computes it, fma(b, alpha, a), into `out` (which may be `a`) or a new
+    array; None where the loop does not apply (not float NumPy arrays of one dtype, a non-real alpha, no
+    compiler): the caller computes it another way."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
+        return None
+    prepared = _same_float_arrays([a, b], out)
+    fn = _function("add_scaled", a.dtype) if prepared is not None else None
+    if fn is None:
+        return None
+    (x, y), result = prepared
+    fn(x.ctypes.data, y.ctypes.data, result.ctypes.data, float(alpha), result.size)
+    return _finish(result, out)
 
 
 def lerp(a: np.ndarray, b: np.ndarray, weight, out: np.ndarray | None = None) -> np.ndarray | None:

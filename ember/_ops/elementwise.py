@@ -329,35 +329,23 @@ def _sub_out(xp, out, a, b, alpha=1):
 
 
 def _scaled_sum(xp, a, b, alpha, out=None):
-    """a + alpha * b (sub passes -alpha) with torch's rounding: its CPU kernel computes fma(b, alpha, a) for
-    floats on FMA builds, one rounding, where NumPy's a + alpha * b rounds twice (ember/_compile/loops.py;
-    NOTE [ torch's CPU kernel arithmetic ] in ember/_runtime.py).  Float operands of one dtype take the C loop
-    (broadcast ones copied out first); integers, complex, torch's DEFAULT kernels and the no-compiler case
-    stay unfused."""
-    from .. import _runtime
+    """a + alpha * b (sub passes -alpha) with torch's rounding: where its kernels fuse multiply-adds
+    (special_math.torch_fuses_multiply_add) it computes fma(b, alpha, a), one rounding, where NumPy's
+    a + alpha * b rounds twice.  NumPy floats take a C loop (ember/_compile/loops.py), CUDA float32 an emulated
+    fma; integers, complex, torch's DEFAULT kernels and the no-compiler case stay unfused."""
+    if special_math.torch_fuses_multiply_add(xp) and not isinstance(alpha, complex):
+        if xp is np:
+            from .._compile.loops import add_scaled
 
-    if (xp is np and isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-            and a.dtype.kind == "f" and not isinstance(alpha, complex) and _runtime.kernels_fuse_multiply_add()):
-        from .._compile.loops import add_scaled
-
-        same = np.broadcast_arrays(a, b) if a.shape != b.shape else (a, b)
-        # copy(order="C"), not ascontiguousarray, which turns a 0-d array into shape (1,)
-        x, y = (t if t.flags.c_contiguous else t.copy(order="C") for t in same)
-        done = add_scaled(x, y, alpha, out)
-        if done is None and out is not None and out.shape == x.shape:
-            done = add_scaled(x, y, alpha)  # out is strided: compute, then copy in
+            done = add_scaled(a, b, alpha, out)
             if done is not None:
-                out[...] = done
-                return out
-        if done is not None:
-            return done
-    if (xp is not np and getattr(a, "dtype", None) == np.float32 and getattr(b, "dtype", None) == np.float32
-            and not isinstance(alpha, complex)):  # CUDA's kernels fuse the multiply-add (nvcc contracts it)
-        result = special_math.fused_multiply_add(xp, xp.asarray(alpha, dtype=np.float32), b, a)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+                return done
+        elif getattr(a, "dtype", None) == np.float32 and getattr(b, "dtype", None) == np.float32:
+            result = special_math.fused_multiply_add(xp, xp.asarray(alpha, dtype=np.float32), b, a)
+            if out is None:
+                return result
+            out[...] = result
+            return out
     scaled = special_math.scalar_like(alpha, b) * b
     if out is None:
         return a + scaled

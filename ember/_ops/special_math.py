@@ -29,6 +29,14 @@ _ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.204895398080966
            1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
 
 
+def torch_fuses_multiply_add(xp) -> bool:
+    """Whether torch's kernels round a multiply-add once here: CUDA always (nvcc contracts a * b + c), the CPU
+    on FMA builds (NOTE [ torch's CPU kernel arithmetic ] in ember/_runtime.py)."""
+    from .. import _runtime
+
+    return xp is not np or _runtime.kernels_fuse_multiply_add()
+
+
 def fused_multiply_add(xp, x, y, z):
     """x * y + z rounded once where the operands are float32 (the product of two floats is exact in float64,
     so the float64 sum rounded to float32 is the fused result except in double-rounding ties): how torch's

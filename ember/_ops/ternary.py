@@ -21,18 +21,10 @@ def _c_type_name(dtype: dt.dtype) -> str:
     return dt.CPP_TYPE_NAMES[dtype.name]
 
 
-def _fused(xp) -> bool:
-    """Whether torch's kernels fuse multiply-adds here: CUDA always, the CPU on FMA builds (NOTE [ torch's CPU
-    kernel arithmetic ])."""
-    from .. import _runtime
-
-    return xp is not np or _runtime.kernels_fuse_multiply_add()
-
-
 def _lerp_impl(xp, a, b, w, out=None):
     """torch's lerp: a + w * (b - a) for |w| < 0.5, b - (b - a) * (1 - w) otherwise (exact at both ends),
     each one fused multiply-add where torch's kernels fuse (a C loop on the CPU, ember/_compile/loops.py)."""
-    fused = _fused(xp)
+    fused = special_math.torch_fuses_multiply_add(xp)
     if fused and xp is np:
         from .._compile.loops import lerp
 
@@ -93,7 +85,7 @@ def _addcdiv_backward(ctx, g):
 def _addcmul_impl(xp, a, t1, t2, value=1, out=None):
     """a + value * t1 * t2; where torch's kernels fuse multiply-adds it rounds as fma(value * t1, t2, a) (a C
     loop on the CPU)."""
-    fused = _fused(xp) and not isinstance(value, complex)
+    fused = special_math.torch_fuses_multiply_add(xp) and not isinstance(value, complex)
     if fused and xp is np:
         from .._compile.loops import addcmul
 
