@@ -8,14 +8,20 @@ than bytecode, guards on:
 - the scalar (int, float, bool, str, None) and tensor globals named by the code of every function that ran
   during the capture, outside ember, NumPy and the standard library (found with `sys.setprofile` while
   tracing; `Watcher`).  A global that changes makes the next call miss and recapture, as in torch;
-- the scalar and tensor closure cells of the compiled function itself (`closure_cells`);
+- the scalar and tensor closure cells of the compiled function itself (`closure_cells`) and of the user
+  functions it called (found by the same watcher: `Watcher._closure`);
 - the public scalar and plain-tensor attributes of a compiled module and of its submodules
   (`module_attributes`).
-Scalars are guarded by value, tensors by identity: the graph reads a tensor it names at its current value
-(in-place updates are seen), but a name rebound to another tensor needs a new capture.
+Scalars (and tuples of scalars) are guarded by value, tensors by identity: the graph reads a tensor it names
+at its current value (in-place updates are seen), but a name rebound to another tensor needs a new capture.
+A plain settings object in any of these places -- a dataclass or `argparse.Namespace` (`args.scale`,
+`self.config.dropout`), or a small dict of settings -- is guarded by its scalar and tensor contents, one level
+deep (`_contents`).
 
-Not covered: closure cells of other functions the compiled one calls, and attributes of non-Module objects
-(`self.config.scale`).  While another profiler holds `sys.setprofile` (cProfile) no globals are collected.
+Not everything is seen: a settings object nested two levels down (`self.config.attn.scale`), and nothing while
+another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures.  Guarding a whole
+object's scalars when the graph read only one can also recompile where torch would not (a counter attribute
+that changes every call): the price of not reading bytecode, paid in recompiles, never in wrong values.
 
 The other direction, Python state the function *writes*, is not replayed: a list argument appended to, a
 global dict or number updated, a module attribute rebound in forward (`self.last_attention = weights`).
@@ -26,9 +32,11 @@ compiling that function).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import sysconfig
+import types
 
 import numpy as np
 
@@ -57,19 +65,52 @@ def _library(filename: str) -> bool:
     return filename.startswith(_STDLIB) and "site-packages" not in filename and "dist-packages" not in filename
 
 
+_SMALL = 32  # the most items a settings dict or tuple may have to be guarded by content
+
+
 def _scalar(value) -> bool:
-    return type(value) in SCALARS
+    """A value guarded by value: a scalar, or a short tuple of scalars (`self.kernel_size`)."""
+    kind = type(value)
+    return kind in SCALARS or (kind is tuple and len(value) <= _SMALL and all(type(v) in SCALARS for v in value))
+
+
+def _settings(value) -> dict | None:
+    """The namespace of a plain settings object (a dataclass, `argparse.Namespace`, `SimpleNamespace`, a small
+    dict), whose scalar and tensor contents a graph may have baked in; None for anything else.  Modules,
+    functions, classes and Python modules are not settings (callable or ModuleType), nor are ember's and
+    NumPy's own objects (optimizers, loaders: their state is guarded where it matters, or not read)."""
+    kind = type(value)
+    if kind is dict:
+        return value if len(value) <= _SMALL else None
+    if kind is types.SimpleNamespace:
+        return value.__dict__
+    if callable(value) or isinstance(value, (types.ModuleType, Tensor)):
+        return None
+    namespace = getattr(value, "__dict__", None)
+    if type(namespace) is not dict or kind.__module__.startswith(("ember", "numpy", "builtins")):
+        return None
+    return namespace
+
+
+def _contents(namespace: dict) -> tuple:
+    """A settings object's guard key: its scalar items by value and tensor items by identity, in order."""
+    return tuple((k, (type(v), v) if _scalar(v) else ("id", id(v))) for k, v in namespace.items()
+                 if _scalar(v) or isinstance(v, Tensor))
 
 
 def _guarded(value) -> bool:
-    return type(value) in SCALARS or isinstance(value, Tensor)
+    return _scalar(value) or isinstance(value, Tensor) or _settings(value) is not None
 
 
 def _key(value):
-    """A guarded value as it enters the guard key: scalars by value, anything else by identity."""
+    """A guarded value as it enters the guard key: scalars by value, settings objects by content (`_contents`),
+    anything else by identity."""
     if value is _MISSING:
         return _MISSING
-    return (type(value), value) if type(value) in SCALARS else ("id", id(value))
+    if _scalar(value):
+        return (type(value), value)
+    namespace = None if isinstance(value, Tensor) else _settings(value)
+    return ("id", id(value)) if namespace is None else ("settings", type(value), _contents(namespace))
 
 
 def _state(value):
@@ -99,12 +140,14 @@ class Watcher:
         self._entry: dict = {}  # (id(globals), name) -> (globals, name, state at first entry)
 
     def __enter__(self) -> Watcher:
+        self._origin = sys._getframe(1)  # frames from here up are outside the capture
         if sys.getprofile() is None:  # never displace another profiler
             sys.setprofile(self._hook)
             self._active = True
         return self
 
     def __exit__(self, *exc) -> None:
+        self._origin = None
         if self._active:
             sys.setprofile(None)
             self._active = False
@@ -120,19 +163,75 @@ class Watcher:
             return
         namespace = frame.f_globals
         for name in code.co_names:
-            value = namespace.get(name, _MISSING)
-            if value is _MISSING:
+            self._read(namespace, name)
+        if code.co_freevars and not self._made_inside(frame):
+            for name, cell in self._closure(frame):
+                self._read(_Cell(cell), name)
+
+    def _read(self, namespace, name) -> None:
+        value = namespace.get(name, _MISSING)
+        if value is _MISSING:
+            return
+        ident = (id(namespace.key) if type(namespace) is _Cell else id(namespace), name)
+        if _guarded(value):
+            self.found.setdefault(ident, (namespace, name, value))
+        state = _state(value)
+        if state is not None:
+            self._entry.setdefault(ident, (namespace, name, state))
+
+    def _made_inside(self, frame) -> bool:
+        """Whether the function running in `frame` was defined by a call still running inside the capture (a
+        generator expression or lambda in `forward` closing over `B, T, C = x.shape`): its cells are that call's
+        locals, made afresh each call, not state a replay could miss."""
+        qualname = frame.f_code.co_qualname
+        if ".<locals>." not in qualname:
+            return False
+        outer = qualname.rsplit(".<locals>.", 1)[0]
+        caller = frame.f_back
+        while caller is not None and caller is not self._origin:
+            if caller.f_code.co_qualname == outer:
+                return True
+            caller = caller.f_back
+        return False
+
+    @staticmethod
+    def _closure(frame) -> list:
+        """(name, cell) for the closure of the function running in `frame`.  A frame does not name its function,
+        so it is found among the referrers of its code (once per code per capture): the function whose cells
+        hold exactly the frame's free variables; if several closures of one code match, all are guarded."""
+        code = frame.f_code
+        values = frame.f_locals
+        out = []
+        for function in gc.get_referrers(code):
+            if type(function) is not types.FunctionType or function.__code__ is not code or not function.__closure__:
                 continue
-            if _guarded(value):
-                self.found.setdefault((id(namespace), name), (namespace, name, value))
-            state = _state(value)
-            if state is not None:
-                self._entry.setdefault((id(namespace), name), (namespace, name, state))
+            pairs = list(zip(code.co_freevars, function.__closure__))
+            try:
+                if all(cell.cell_contents is values.get(name, _MISSING) for name, cell in pairs):
+                    out.extend(pairs)
+            except ValueError:  # an empty cell: not this function's frame
+                continue
+        return out
 
     def written(self) -> list:
         """The globals whose value or container contents differ from when the capture first met them."""
         return [name for namespace, name, state in self._entry.values()
                 if _state(namespace.get(name, _MISSING)) != state]
+
+
+class _Cell:
+    """A closure cell seen as a one-name namespace, so that the watcher reads cells and globals alike."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, cell) -> None:
+        self.key = cell
+
+    def get(self, name, default=None):
+        try:
+            return self.key.cell_contents
+        except ValueError:  # emptied (del of a nonlocal)
+            return default
 
 
 def read_globals(watched: dict) -> tuple:
@@ -170,11 +269,11 @@ def read_cells(cells: list) -> tuple:
 
 
 def module_attributes(modules: list) -> tuple:
-    """Each module's public scalar attributes (besides `training`, guarded on its own) by value and its plain
-    tensor attributes (not parameters or buffers, which have their own guards) by identity."""
-    scalars = SCALARS
+    """Each module's public scalar attributes (besides `training`, guarded on its own) by value, its plain
+    tensor attributes (not parameters or buffers, which have their own guards) by identity, and its settings
+    objects (`self.config`) by content."""
     return tuple(tuple((k, _key(v)) for k, v in m.__dict__.items()
-                       if k[0] != "_" and k != "training" and (type(v) in scalars or isinstance(v, Tensor)))
+                       if k[0] != "_" and k != "training" and _guarded(v))
                  for m in modules)
 
 

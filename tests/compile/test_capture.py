@@ -1,5 +1,7 @@
 """Capture, guards, recompiles, graph breaks, explain, fullgraph, in-place writes, randomness."""
 
+import argparse
+import dataclasses
 import warnings
 
 import numpy as np
@@ -28,17 +30,25 @@ def test_graph_is_printable_with_meta_and_source():
 
 
 def test_decorator_and_call_counts_replay():
-    calls = []
-
     @ember.compile
     def fn(x):
-        calls.append(1)  # Python side effects run at capture only: replay skips the Python
         return x.exp() * 2
 
     x = ember.randn(5)
     for _ in range(3):
         _same(fn(x), x.exp() * 2)
-    assert len(calls) == 1
+    assert fn.captures == 1 and not next(iter(fn.cache.values())).eager
+
+    calls = []
+
+    @ember.compile
+    def appends(x):
+        calls.append(1)  # a write to a closure's list: a replay would skip it, so the call runs eagerly
+        return x.exp() * 2
+
+    for _ in range(3):
+        _same(appends(x), x.exp() * 2)
+    assert len(calls) == 3  # as torch, which replays the append
 
 
 def test_guards_recompile_on_shape_dtype_and_grad_mode():
@@ -313,6 +323,86 @@ def test_closure_cells_and_module_attributes_are_guarded():
         model.temperature, model.clip = temperature, clip
         np.testing.assert_allclose(compiled_model(x).detach().numpy(), model(x).detach().numpy())
     assert "module attributes" in compiled_model._compiled.last_reason
+
+
+def _closure_pair():
+    k = 2.0
+
+    def helper(x):
+        return x * k
+
+    def set_k(value):
+        nonlocal k
+        k = value
+
+    return helper, set_k
+
+
+SETTINGS = argparse.Namespace(scale=2.0, relu=False)
+
+
+def test_callee_closures_and_settings_objects_are_guarded():
+    """Values read one step away from the compiled function: a helper's closure cell, a global settings
+    object's attribute (`args.scale`), a module's config dataclass and settings dict.  Each is baked into the
+    graph at capture; changing it must recapture (torch guards each read), never replay the old value."""
+    helper, set_k = _closure_pair()
+
+    def fn(x):
+        y = helper(x) * SETTINGS.scale
+        return y.relu() if SETTINGS.relu else y
+
+    compiled = ember.compile(fn)
+    x = ember.tensor([-1.0, 2.0])
+    try:
+        for k, scale, relu in ((2.0, 2.0, False), (5.0, 2.0, False), (5.0, 3.0, False), (5.0, 3.0, True),
+                               (5.0, 3.0, True)):
+            set_k(k)
+            SETTINGS.scale, SETTINGS.relu = scale, relu
+            np.testing.assert_array_equal(compiled(x).numpy(), fn(x).numpy())
+    finally:
+        SETTINGS.scale, SETTINGS.relu = 2.0, False
+    assert compiled.captures == 4
+
+    @dataclasses.dataclass
+    class Config:
+        scale: float = 1.0
+        kernel: tuple = (1, 1)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = Config()
+            self.options = {"clip": False}
+            self.linear = nn.Linear(2, 2)
+
+        def forward(self, x):
+            y = self.linear(x) * self.config.scale * sum(self.config.kernel)
+            return y.clamp(-0.01, 0.01) if self.options["clip"] else y
+
+    model = Model()
+    compiled_model = ember.compile(model)
+    for change in (lambda: None, lambda: setattr(model.config, "scale", 10.0),
+                   lambda: setattr(model.config, "kernel", (2, 3)), lambda: model.options.update(clip=True)):
+        change()
+        np.testing.assert_array_equal(compiled_model(x).detach().numpy(), model(x).detach().numpy())
+    assert compiled_model._compiled.captures == 4
+    assert "module attributes" in compiled_model._compiled.last_reason
+
+
+def test_settings_guards_leave_other_objects_alone():
+    """Objects that are not settings (a module, a function, ember's optimizer, a large dict) are guarded by
+    identity only, and an unchanged settings object replays without recapture."""
+    from ember._compile import pyguards
+
+    linear = nn.Linear(2, 2)
+    assert pyguards._settings(linear) is None and pyguards._settings(np) is None
+    assert pyguards._settings(ember.optim.SGD(linear.parameters(), lr=0.1)) is None
+    assert pyguards._settings(dict.fromkeys(range(100), 1.0)) is None
+    assert pyguards._settings(SETTINGS) is SETTINGS.__dict__
+    compiled = ember.compile(lambda x: x * SETTINGS.scale)
+    for _ in range(3):
+        compiled(ember.ones(2))
+    assert compiled.captures == 1
 
 
 def test_another_profiler_is_left_in_place():
