@@ -512,7 +512,7 @@ class CompiledFunction:
             self.dynamic_status = f"not size-generic ({why}): a graph per size"
             codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
             return None, None
-        self.dynamic_status = f"size-generic graph, batch dim B ({sizes.B1} -> {sizes.B2})"
+        self.dynamic_status = f"size-generic graph, symbolic size B ({sizes.B1} -> {sizes.B2})"
         codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
         return compiled, pattern
 

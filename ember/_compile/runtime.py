@@ -158,7 +158,9 @@ def inplace_outputs(graph: Graph, group, users) -> dict:
 
 
 def _symbolic_space(group):
-    """{"L", "shapes"} of a group in a size-generic graph (None when no size in it depends on the batch)."""
+    """{"L", "K", "shapes"} of a group in a size-generic graph (None when no size in it depends on the batch).
+    The row length K is symbolic when a full-shaped value of the group has a symbolic last dim (a softmax over
+    a sequence that grows)."""
     first = group.outputs[0]
     shape = symbolic.symbolic_shape(first)
     L = shape[:-1] if group.level_of(first.shape) == "elem" else shape[:len(group.L)]
@@ -166,13 +168,15 @@ def _symbolic_space(group):
     for node in group.nodes:
         if node.symbolic_params is not None:
             raise symbolic.NotGeneric(f"{node.name}: a fused op's params depend on the batch size")
-    for value in list(group.inputs) + list(group.outputs):
-        if value.symbolic_shape is not None and len(value.shape) and isinstance(value.symbolic_shape[-1],
-                                                                                symbolic.Batch):
-            raise symbolic.NotGeneric(f"{value.name}: the batch is the last (fused row) dim")
-    if not symbolic.is_symbolic((L, shapes)):
+    full = tuple(group.L) + (group.K,)
+    widths = {symbolic.symbolic_shape(v)[-1] for v in (*group.inputs, *(r for n in group.nodes for r in n.results))
+              if tuple(v.shape) == full}
+    if len(widths) != 1:
+        raise symbolic.NotGeneric(f"{first.name}: the fused row length is {sorted(map(str, widths))}")
+    K = widths.pop()
+    if not symbolic.is_symbolic((L, K, shapes)):
         return None
-    return {"L": L, "shapes": shapes}
+    return {"L": L, "K": K, "shapes": shapes}
 
 
 def _replace(graph: Graph, group, op, space=None) -> None:
@@ -245,17 +249,16 @@ class _Space:
 
 def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
     """The FusedKernel op of a group.  Its params are empty (sizes baked in), or, in a size-generic graph,
-    {"L": ..., "shapes": ...} bound to the call's batch size (see symbolic.py)."""
+    {"L": ..., "K": ..., "shapes": ...} bound to the call's batch size (see symbolic.py)."""
     outputs = list(group.outputs)
     static = _Space(group.L, group.K, [v.shape for v in outputs])
     dtypes = tuple(v.dtype for v in outputs)
-    K = group.K
     specs = kernel.args
     n_out = len(outputs)
     np_dtype = group.dtype.np_dtype
 
     def space_of(params):
-        return static if not params else _Space(tuple(params["L"]), K, params["shapes"])
+        return static if not params else _Space(tuple(params["L"]), params["K"], params["shapes"])
 
     def prepare(array, kind, space):
         if kind in ("full", "dense"):
@@ -272,7 +275,7 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
     aliases = kernel.aliases
 
     def setup(arrays, params):
-        """The kernel's argument arrays (inputs laid out by kind, then the outputs) and its R."""
+        """The kernel's argument arrays (inputs laid out by kind, then the outputs) and its space (R, K)."""
         space = space_of(params)
         prepared = [prepare(arrays[index], kind, space) for index, kind, _ in specs]
         results = [np.empty(shape, np_dtype) for shape in space.shapes]
@@ -284,11 +287,11 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
                         p is not target and not (p.base is None and target.base is None)
                         and np.may_share_memory(p, target) for p in prepared)):
                 results[out_index] = target
-        return prepared + results, space.R
+        return prepared + results, space
 
     def impl(xp, *arrays, **params):
-        kernel_arrays, R = setup(arrays, params)
-        run_kernel(kernel_arrays, R, K)
+        kernel_arrays, space = setup(arrays, params)
+        run_kernel(kernel_arrays, space.R, space.K)
         results = kernel_arrays[len(specs):]
         return results[0] if n_out == 1 else tuple(results)
 
@@ -305,10 +308,10 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
                 if grad.dtype != np_dtype:
                     grad = grad.astype(np_dtype)
                 arrays.append(prepare(grad, kind, space))
-        results = [np.zeros(K, np.float64) if level == "col" else
+        results = [np.zeros(space.K, np.float64) if level == "col" else
                    np.empty(space.full if level == "elem" else space.row, np_dtype)
                    for _, level in backward_kernel.output_specs]
-        backward_kernel.run(arrays + results, space.R, K)
+        backward_kernel.run(arrays + results, space.R, space.K)
         counters["backward_kernel"] += 1
         totals: dict = {}
         for (indices, level), array in zip(backward_kernel.output_specs, results):
@@ -406,18 +409,17 @@ def _merge(graph: Graph, nodes: list, each_fn, grad_enabled: bool) -> None:
     n_outputs = [node.op.outputs for node in nodes]
     counts = [len(node.args) for node in nodes]
     per_set = len(nodes[0].group.kernel.args) + len(nodes[0].group.kernel.outputs)
-    widths = [node.group.K for node in nodes]  # a flat kernel loops over R * K elements
     results = [value for node in nodes for value in node.results]
     dtypes = tuple(value.dtype for value in results)
     shapes = tuple(tuple(value.shape) for value in results)
 
     def impl(xp, *arrays):
         sets, sizes, outputs, start = [], [], [], 0
-        for setup, count, n_out, K in zip(setups, counts, n_outputs, widths):
-            kernel_arrays, R = setup(arrays[start:start + count], {})
+        for setup, count, n_out in zip(setups, counts, n_outputs):
+            kernel_arrays, space = setup(arrays[start:start + count], {})
             start += count
             sets.append(kernel_arrays)
-            sizes.append(R * K)
+            sizes.append(space.R * space.K)  # a flat kernel loops over R * K elements
             outputs += kernel_arrays[per_set - n_out:]
         pointers = np.fromiter((a.ctypes.data for arrays in sets for a in arrays), np.uintp,
                                count=per_set * len(sets)).reshape(len(sets), per_set)

@@ -49,6 +49,8 @@ def bind(structure, B: int):
         return [bind(item, B) for item in structure]
     if isinstance(structure, dict):
         return {key: bind(item, B) for key, item in structure.items()}
+    if type(structure) is slice:
+        return slice(bind(structure.start, B), bind(structure.stop, B), bind(structure.step, B))
     return structure
 
 
@@ -59,6 +61,8 @@ def is_symbolic(structure) -> bool:
         return any(is_symbolic(item) for item in structure)
     if isinstance(structure, dict):
         return any(is_symbolic(item) for item in structure.values())
+    if type(structure) is slice:
+        return is_symbolic((structure.start, structure.stop, structure.step))
     return False
 
 
@@ -90,6 +94,8 @@ class Sizes:
             if list(a) != list(b):
                 raise NotGeneric(f"{where}: params {list(a)} vs {list(b)}")
             return {key: self.merge(a[key], b[key], f"{where} {key}") for key in a}
+        if type(a) is slice and type(b) is slice:  # x[:, :T]: the bounds may be sizes
+            return slice(*self.merge((a.start, a.stop, a.step), (b.start, b.stop, b.step), where))
         if isinstance(a, float) and isinstance(b, float):
             if a != b and not (a != a and b != b):
                 raise NotGeneric(f"{where}: the literal {a!r} vs {b!r} depends on the size")

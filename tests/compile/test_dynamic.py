@@ -56,6 +56,60 @@ def test_one_graph_for_every_batch_size(name, dynamic):
     assert "B" in state.graphs[-1].code
 
 
+class ManualAttention(nn.Module):
+    """nanoGPT's attention without SDPA: a causal mask sliced from a buffer with [:T, :T] and a softmax over the
+    sequence, so the size that changes is the fused kernels' row length."""
+
+    def __init__(self, width=32, heads=4, block=1200) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln, self.qkv = nn.LayerNorm(width), nn.Linear(width, 3 * width)
+        self.register_buffer("bias", ember.tril(ember.ones(block, block)).view(1, 1, block, block))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.heads) ** 0.5)
+        att = F.softmax(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+        return (att @ v).transpose(1, 2).reshape(B, T, C)
+
+
+def test_sequence_length_is_the_symbolic_size_when_only_it_changes():
+    """A fixed batch and a growing sequence: one graph serves every length, including 1 and one longer than a
+    reduction block (1024), forward and gradients."""
+    ember.manual_seed(0)
+    model = ManualAttention()
+    compiled = ember.compile(model)
+    params = list(model.parameters())
+    for T in (8, 12, 1, 5, 1100, 3):
+        x = ember.randn(2, T, 32, requires_grad=True)
+        out, expected = compiled(x), model(x)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+        weight = ember.randn(*out.shape)
+        grads = ember.autograd.grad((out * weight).sum(), [x] + params)
+        expected_grads = ember.autograd.grad((expected * weight).sum(), [x] + params)
+        for a, e in zip(grads, expected_grads):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=2e-4, atol=2e-4)
+    state = compiled._compiled
+    assert state.captures == 2 and state.dynamic_status.startswith("size-generic"), state.dynamic_status
+
+
+@pytest.mark.parametrize("fn", [lambda x: F.softmax(x * 2, -1) + 1, lambda x: F.layer_norm(x, (x.shape[-1],)),
+                                lambda x: F.log_softmax(x, -1).sum(-1), lambda x: (x - x.mean(-1, True)).pow(2)],
+                         ids=["softmax", "layer_norm", "log_softmax_sum", "centered_square"])
+def test_fused_row_length_is_symbolic(fn):
+    compiled = ember.compile(fn)
+    for K in (7, 9, 1, 1500, 33):
+        x = ember.randn(3, K, requires_grad=True)
+        out, expected = compiled(x), fn(x)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+        grad, = ember.autograd.grad(out.sum(), [x])
+        expected_grad, = ember.autograd.grad(expected.sum(), [x])
+        np.testing.assert_allclose(grad.numpy(), expected_grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert compiled.captures == 2 and compiled.dynamic_status.startswith("size-generic"), compiled.dynamic_status
+
+
 def test_size_dependent_literal_falls_back_to_a_graph_per_size():
     compiled = ember.compile(lambda x: (x / x.shape[0]).exp().sum(-1))
     for B in (2, 3, 4):
