@@ -195,6 +195,7 @@ class CompiledFunction:
         self.disabled = disable
         self.module = _module_of(fn)
         self.cache: dict = {}
+        self.matched: dict = {}  # guard key -> the size-generic entry it matched (see _call)
         self.labels: dict = {}
         self.recompiles = 0
         self.gave_up = False
@@ -318,6 +319,10 @@ class CompiledFunction:
     def _call(self, args, kwargs):
         key, _ = self._walk(args, kwargs, False)
         entry = self.cache.get(key)
+        if entry is None and self.matched:
+            generic_entry = self.matched.get(key)
+            if generic_entry is not None and generic_entry.externals_ok():
+                return generic_entry(args, kwargs)
         reason = None
         if entry is not None:
             if entry.eager and entry.retry:
@@ -337,7 +342,11 @@ class CompiledFunction:
         if self.generic and self.dynamic is not False:
             for pattern, generic_entry in self.generic:
                 if symbolic.match(pattern, key) is not None and generic_entry.externals_ok():
-                    self.cache[key] = generic_entry  # this size replays the size-generic graph, no trace
+                    # this size replays the size-generic graph, no trace.  Kept apart from the captures (the
+                    # cache): any number of sizes may match without counting against the limits
+                    if len(self.matched) >= 1024:
+                        self.matched.clear()
+                    self.matched[key] = generic_entry
                     return generic_entry(args, kwargs)
         if self.gave_up:
             return self._eager(args, kwargs)
@@ -509,10 +518,12 @@ class CompiledFunction:
                 node.symbolic_params = None
                 for value in node.results:
                     value.symbolic_shape = None
-            self.dynamic_status = f"not size-generic ({why}): a graph per size"
-            codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
+            status = f"not size-generic ({why}): a graph per size"
+            if not (isinstance(why, symbolic.Specialized) and self.generic):  # a size of 1 beside a generic graph
+                self.dynamic_status = status
+            codegen.log("recompiles", f"{self.__name__}: {status}", self.options)
             return None, None
-        self.dynamic_status = f"size-generic graph, symbolic size B ({sizes.B1} -> {sizes.B2})"
+        self.dynamic_status = f"size-generic graph, symbolic sizes {sizes.describe()}"
         codegen.log("recompiles", f"{self.__name__}: {self.dynamic_status}", self.options)
         return compiled, pattern
 
@@ -537,6 +548,7 @@ class CompiledFunction:
 
     def reset(self) -> None:
         self.cache.clear()
+        self.matched.clear()
         self.labels.clear()
         self.recompiles = 0
         self.gave_up = False

@@ -118,8 +118,8 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
         body.append(f"{target.name}._inplace_from({new.name})")
     source = getattr(graph, "batch_source", None)
     if source is not None:  # a size-generic graph: the batch size of this call (see symbolic.py)
-        name, dim, m = source
-        body.insert(0, f"B = {name}.shape[{dim}] // {m}")
+        sizes = "".join(f"{name}.shape[{dim}] // {m}, " for name, dim, m in source)
+        body.insert(0, f"B = ({sizes})")
         from .symbolic import bind
 
         namespace["_bind"] = bind

@@ -32,11 +32,13 @@ compiling that function).
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -82,14 +84,30 @@ def _settings(value) -> dict | None:
     kind = type(value)
     if kind is dict:
         return value if len(value) <= _SMALL else None
-    if kind is types.SimpleNamespace:
+    if kind in _NAMESPACES:
         return value.__dict__
     if callable(value) or isinstance(value, (types.ModuleType, Tensor)):
         return None
     namespace = getattr(value, "__dict__", None)
-    if type(namespace) is not dict or kind.__module__.startswith(("ember", "numpy", "builtins")):
+    if type(namespace) is not dict or not _user_class(kind):
         return None
     return namespace
+
+
+_NAMESPACES = (types.SimpleNamespace, argparse.Namespace)
+_USER_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _user_class(kind: type) -> bool:
+    """Whether instances of `kind` may be user settings: a class defined in user code (a script, a model
+    package), not in ember, NumPy or the standard library (a typing.TypeVar is not a setting)."""
+    known = _USER_CLASSES.get(kind)
+    if known is None:
+        module = sys.modules.get(kind.__module__)
+        filename = getattr(module, "__file__", None)
+        known = _USER_CLASSES[kind] = kind.__module__ == "__main__" or (
+            filename is not None and not _library(filename))
+    return known
 
 
 def _contents(namespace: dict) -> tuple:

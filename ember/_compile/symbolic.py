@@ -1,56 +1,89 @@
-"""A symbolic batch dimension: one captured graph that replays for any batch size.
+"""Symbolic sizes: one captured graph that replays for any batch size (and sequence length, ...).
 
 When a function is called with a second distinct size (dynamic=None or True; never with dynamic=False),
 the new capture is compared with the previous one node by node: same ops, same argument structure, and
-every int that differs (a dim of a value's shape, a view/reshape target, an expand size, a split size...)
-must be `m * B` in both captures for one batch size B taken from the arguments' shapes.  Then the new
-graph is compiled *generic*: those ints are `Batch(m)` markers, bound to the call's B at replay (fused
-kernels take L/R/shapes as params too), and any later size that fits the pattern replays it without a
-trace.  Otherwise (a float literal like 1/B baked in, a dim that is B + 1, a different op sequence) the
-reason is logged (`EMBER_LOGS=recompiles`) and kept in `CompiledFunction.dynamic_status`, and every size
-gets its own graph as before.
+every int that differs (a dim of a value's shape, a view/reshape target, an expand size, a split size, a
+slice bound...) must be `m * B**i * T**j ...` in both captures, over the symbols taken from the arguments'
+shapes: each argument dim that differs between the two captures is a symbol (B, T, U, in the order met),
+unless it is already an integer multiple of one.  Then the new graph is compiled *generic*: those ints are
+`Batch(m, powers)` markers, bound to the call's symbol values at replay (fused kernels take L/R/K/shapes as
+params too), and any later call whose sizes fit the pattern replays it without a trace.  An int that two
+choices of powers explain equally (B 2 -> 3 with T 4 -> 6 make B*T and 2*B**2 agree) is refused, not guessed.
+
+As in torch, sizes 0 and 1 are never symbolic: a graph captured at 1 may have specialised on it (a
+`squeeze()` drops a batch of 1), so such sizes get their own graphs and never match a generic one.
+
+Otherwise (a float literal like 1/B baked in, a dim that is B + 1, a different op sequence) the reason is
+logged (`EMBER_LOGS=recompiles`) and kept in `CompiledFunction.dynamic_status`, and every size gets its own
+graph as before.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from .graph import Value, iter_values
+
+NAMES = ("B", "T", "U")  # the symbols' names in printed graphs, in the order they are found
+MAX_POWER = 2  # B**2: a flattened (T, T) attention map
 
 
 class Batch:
-    """The int m * B, B the call's batch size."""
+    """The int m * B**powers[0] * T**powers[1] ..., over the call's symbol values."""
 
-    __slots__ = ("m",)
+    __slots__ = ("m", "powers")
 
-    def __init__(self, m: int) -> None:
+    def __init__(self, m: int, powers: tuple = (1,)) -> None:
         self.m = m
+        self.powers = powers
+
+    def value(self, env: tuple) -> int:
+        return self.m * math.prod(v ** p for v, p in zip(env, self.powers) if p)
+
+    def symbol(self):
+        """The index of the one symbol this is m times (power 1, no other), else None."""
+        found = [i for i, p in enumerate(self.powers) if p]
+        return found[0] if len(found) == 1 and self.powers[found[0]] == 1 else None
 
     def __repr__(self) -> str:
-        return "B" if self.m == 1 else f"{self.m}*B"
+        terms = [NAMES[i] if p == 1 else f"{NAMES[i]}**{p}" for i, p in enumerate(self.powers) if p]
+        return "*".join(([str(self.m)] if self.m != 1 else []) + terms)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Batch) and other.m == self.m
+        return isinstance(other, Batch) and other.m == self.m and other.powers == self.powers
 
     def __hash__(self) -> int:
-        return hash(("Batch", self.m))
+        return hash(("Batch", self.m, self.powers))
 
 
 class NotGeneric(Exception):
     pass
 
 
-def bind(structure, B: int):
-    """The structure with every Batch(m) replaced by m * B."""
+class Specialized(NotGeneric):
+    """A size of 0 or 1 took part: its graph is kept for that size (see the module's docstring)."""
+
+
+def bind(structure, env):
+    """The structure with every Batch replaced by its value for `env`, the symbol values (or one int B)."""
+    if type(env) is int:
+        env = (env,)
+    return _bind(structure, env)
+
+
+def _bind(structure, env: tuple):
     if isinstance(structure, Batch):
-        return structure.m * B
+        return structure.value(env)
     if isinstance(structure, tuple):
-        items = [bind(item, B) for item in structure]
+        items = [_bind(item, env) for item in structure]
         return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
     if isinstance(structure, list):
-        return [bind(item, B) for item in structure]
+        return [_bind(item, env) for item in structure]
     if isinstance(structure, dict):
-        return {key: bind(item, B) for key, item in structure.items()}
+        return {key: _bind(item, env) for key, item in structure.items()}
     if type(structure) is slice:
-        return slice(bind(structure.start, B), bind(structure.stop, B), bind(structure.step, B))
+        return slice(_bind(structure.start, env), _bind(structure.stop, env), _bind(structure.step, env))
     return structure
 
 
@@ -67,10 +100,36 @@ def is_symbolic(structure) -> bool:
 
 
 class Sizes:
-    """B1 and B2 (the batch sizes of the two captures) and the int comparison rule."""
+    """The symbols' values in the two captures (`first`, `second`) and the int comparison rule.  Two ints
+    give one symbol, B1 -> B2 (ember.export's one batch size); `max_power` bounds the powers tried."""
 
-    def __init__(self, B1: int, B2: int) -> None:
-        self.B1, self.B2 = B1, B2
+    def __init__(self, first, second, max_power: int = MAX_POWER) -> None:
+        self.first = (first,) if type(first) is int else tuple(first)
+        self.second = (second,) if type(second) is int else tuple(second)
+        self.max_power = max_power
+
+    @property
+    def B1(self) -> int:
+        return self.first[0]
+
+    @property
+    def B2(self) -> int:
+        return self.second[0]
+
+    def describe(self) -> str:
+        return ", ".join(f"{NAMES[i]} ({a} -> {b})" for i, (a, b) in enumerate(zip(self.first, self.second)))
+
+    def explain(self, a: int, b: int) -> list:
+        """Every Batch(m, powers) that is a in the first capture and b in the second."""
+        found = []
+        for powers in itertools.product(range(self.max_power + 1), repeat=len(self.first)):
+            if not any(powers):
+                continue
+            d1 = math.prod(v ** p for v, p in zip(self.first, powers))
+            d2 = math.prod(v ** p for v, p in zip(self.second, powers))
+            if a > 0 and a % d1 == 0 and a // d1 * d2 == b:
+                found.append(Batch(a // d1, powers))
+        return found
 
     def merge(self, a, b, where: str):
         if type(a) is bool or type(b) is bool:
@@ -80,9 +139,13 @@ class Sizes:
         if type(a) is int and type(b) is int:
             if a == b:
                 return a
-            if a % self.B1 == 0 and b % self.B2 == 0 and a // self.B1 == b // self.B2 and a > 0:
-                return Batch(a // self.B1)
-            raise NotGeneric(f"{where}: {a} vs {b} is not a multiple of the batch size ({self.B1} vs {self.B2})")
+            found = self.explain(a, b)
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise NotGeneric(f"{where}: {a} vs {b} is ambiguous ({' or '.join(map(repr, found))}, with "
+                                 f"{self.describe()})")
+            raise NotGeneric(f"{where}: {a} vs {b} is not m times a product of the sizes ({self.describe()})")
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
             if type(a) is not type(b) or len(a) != len(b):
                 raise NotGeneric(f"{where}: {a!r} vs {b!r}")
@@ -113,19 +176,30 @@ def _same(a, b) -> bool:
 
 
 def batch_sizes(key1: tuple, key2: tuple, labels: list) -> Sizes:
-    """B1, B2 from the first argument dim that differs between the two guard keys (shape-only misses)."""
+    """The symbols, from the argument dims that differ between the two guard keys (shape-only misses): each
+    is a new symbol unless one found before explains it (x: (B, 5) and y: (2*B, 5) give one symbol)."""
+    sizes = Sizes((), ())
     for label, a, b in zip(labels, key1, key2):
-        if label.endswith(".shape") and a != b:
-            for x, y in zip(a, b):
-                if x != y:
-                    if x == 0 or y == 0:
-                        raise NotGeneric("an empty batch")
-                    return Sizes(x, y)
-    raise NotGeneric("no argument dim differs")
+        if not label.endswith(".shape") or a == b:
+            continue
+        for x, y in zip(a, b):
+            if x == y:
+                continue
+            if min(x, y) <= 1:
+                raise Specialized(f"{label}: {x} vs {y}: sizes 0 and 1 are not symbolic (as torch, a graph may "
+                                 "have specialised on them)")
+            if sizes.first and len(sizes.explain(x, y)) == 1:
+                continue
+            if len(sizes.first) == len(NAMES):
+                raise NotGeneric(f"more than {len(NAMES)} sizes differ")
+            sizes = Sizes(sizes.first + (x,), sizes.second + (y,), sizes.max_power)
+    if not sizes.first:
+        raise NotGeneric("no argument dim differs")
+    return sizes
 
 
 def key_pattern(key1: tuple, key2: tuple, labels: list, sizes: Sizes) -> tuple:
-    """The guard key with the batch dims as Batch markers (for matching later calls)."""
+    """The guard key with the symbolic dims as Batch markers (for matching later calls)."""
     pattern = []
     for label, a, b in zip(labels, key1, key2):
         if label.endswith(".shape"):
@@ -138,28 +212,33 @@ def key_pattern(key1: tuple, key2: tuple, labels: list, sizes: Sizes) -> tuple:
 
 
 def match(pattern: tuple, key: tuple):
-    """The batch size B when `key` fits the pattern, else None."""
+    """The symbol values (a tuple) when `key` fits the pattern, else None.  Each symbol is read from a dim
+    that is m times it; every symbolic dim is then checked; a value of 0 or 1 never matches (see above)."""
     if len(pattern) != len(key):
         return None
-    B = None
+    found: dict = {}
+    dims = []
     for expected, actual in zip(pattern, key):
         if type(expected) is tuple and is_symbolic(expected):
             if type(actual) is not tuple or len(actual) != len(expected):
                 return None
             for dim, size in zip(expected, actual):
                 if isinstance(dim, Batch):
-                    if size % dim.m or size == 0:
-                        return None
-                    value = size // dim.m
-                    if B is None:
-                        B = value
-                    elif value != B:
-                        return None
+                    dims.append((dim, size))
+                    index = dim.symbol()
+                    if index is not None:
+                        if size % dim.m:
+                            return None
+                        if found.setdefault(index, size // dim.m) != size // dim.m:
+                            return None
                 elif dim != size:
                     return None
         elif expected != actual:
             return None
-    return B
+    if not dims or len(found) != len(dims[0][0].powers) or min(found.values()) <= 1:
+        return None
+    env = tuple(found[index] for index in range(len(found)))
+    return env if all(dim.value(env) == size for dim, size in dims) else None
 
 
 def signature(graph) -> list:
@@ -220,13 +299,20 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False) 
 
 
 def batch_source(graph):
-    """(placeholder name, dim, m) to read B from at replay."""
+    """((placeholder name, dim, m), ...) to read each symbol from at replay, or None if one has no source."""
+    sources: dict = {}
+    count = 0
     for node in graph.nodes:
         if node.kind == "placeholder" and node.results[0].symbolic_shape is not None:
             for dim, size in enumerate(node.results[0].symbolic_shape):
                 if isinstance(size, Batch):
-                    return node.results[0].name, dim, size.m
-    return None
+                    count = len(size.powers)
+                    index = size.symbol()
+                    if index is not None:
+                        sources.setdefault(index, (node.results[0].name, dim, size.m))
+    if not count or len(sources) != count:
+        return None
+    return tuple(sources[index] for index in range(count))
 
 
 def symbolic_shape(value) -> tuple:

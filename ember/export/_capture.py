@@ -171,7 +171,8 @@ def capture(mod, args: tuple, kwargs: dict, dynamic_shapes) -> Program:
                             f"{other} ({type(error).__name__}: {error}); mark every input dim of that size") \
                 from None
         example = _trace(mod, args, kwargs)
-        symbolic_args = _generalize(grown, example, symbolic.Sizes(other, symbol["size"]), roles, symbol["name"])
+        sizes = symbolic.Sizes(other, symbol["size"], max_power=1)  # one batch size, m * B (the archive format)
+        symbolic_args = _generalize(grown, example, sizes, roles, symbol["name"])
     else:
         example = _trace(mod, args, kwargs)
     graph = example.graph
