@@ -55,6 +55,7 @@ class OpDef:
     view: the result is a view of args[0] (shares its storage).
     upcast_half: compute float16/bfloat16 in float32, as torch's CPU kernels do (opmath), then round.
     outputs: how many results impl returns (a tuple when > 1).
+    data_dependent: the result's shape depends on the input's values (nonzero, unique); set after construction.
     out_impl(xp, out, *arrays, **params): optional, impl's exact computation written into `out` (an array of the
         result's shape and dtype) for in-place calls; arrays[0] may be `out` itself, so it writes `out` only after
         its last read of arrays[0].  It may return NotImplemented, before writing anything, to decline.
@@ -63,7 +64,7 @@ class OpDef:
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
-                 "quantized")
+                 "quantized", "data_dependent")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -82,6 +83,8 @@ class OpDef:
         self.node_class = node_class(self.grad_name)
         # a slicing view whose gradient the engine may add into its input's buffer (ember/_autograd/engine.py)
         self.scatters_into_buffer = False
+        # the result's shape depends on the input's values (nonzero, unique, bincount): graph capture breaks here
+        self.data_dependent = False
         # params -> params for the backward node: copies of arrays the params share with tensors the caller
         # may still write (an index key built from a mask tensor), so backward sees the forward's values
         self.snapshot = None
@@ -176,6 +179,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
     if TRACE:
         print(f"[ember dispatch] {op.name} {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
     compute, out_dtype = op.dtype_rule(args, params)
+    if tracer is not None:
+        tracer.drawing = "generator" in params  # a recorded random op's draw (see Generator._rng)
     if device.type == "meta":
         results = _call_meta(op, args, params, compute, out_dtype)
     else:

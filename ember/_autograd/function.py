@@ -270,6 +270,11 @@ def _apply(cls, args: tuple, kwargs: dict, uses_setup_context: bool):
     ctx._is_tensor_input = is_tensor
     executable = state.enabled and any(t.requires_grad for t in tensors)
     if executable:  # edges before forward: an in-place forward must not see its own effect
+        from .. import _dispatch
+
+        if _dispatch.tracer is not None:  # ember.compile records ops, and this backward is Python it cannot see
+            _dispatch.tracer.graph_break(f"custom autograd.Function {cls.__name__}: its backward is Python code "
+                                         "that a replay could not record")
         ctx.next_functions = tuple(t._edge() if t.requires_grad else (None, 0) for t in tensors)
         ctx._input_meta = tuple((t._data.shape, t._dtype) if t.requires_grad else None for t in tensors)
     previous = state.enabled

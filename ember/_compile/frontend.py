@@ -204,6 +204,7 @@ class CompiledFunction:
         self.generic: list = []  # (key pattern, entry): size-generic graphs (symbolic.py)
         self.dynamic_status = ""  # why the last shape change did or did not give a size-generic graph
         self.captures = 0
+        self.validations = 0  # first calls of new sizes traced to check they fit a size-generic graph
         # A bound method of an object that names the tensors it reads (Optimizer.step: params, grads, state) gets
         # them as a leading graph input, so replay reads the current grads, not the ones seen at capture; and its
         # _compile_guard (hyperparameters, which params have state) joins the guards.
@@ -216,6 +217,9 @@ class CompiledFunction:
         self._cells = pyguards.closure_cells(fn)
         self.watched: dict = {}
         functools.update_wrapper(self, fn, updated=())
+        if "__name__" not in self.__dict__:  # a functools.partial or a callable object: named for the logs
+            inner = getattr(fn, "func", None)
+            self.__name__ = getattr(inner, "__name__", None) or type(fn).__name__
         _all_compiled.add(self)
 
     # ------------------------------------------------------------ guards
@@ -240,6 +244,8 @@ class CompiledFunction:
             add_label("module parameter/buffer identity")
             values.append(pyguards.module_attributes(modules))
             add_label("module attributes")
+            values.append(pyguards.module_hooks(modules))
+            add_label("module hooks")
         if self._cells:
             values.append(pyguards.read_cells(self._cells))
             add_label("closure variables")
@@ -269,8 +275,7 @@ class CompiledFunction:
                 from ..nn.modules.module import Module
 
                 if isinstance(value, Module):
-                    modules = list(value.modules())
-                    values.append((id(value), tuple(m.training for m in modules), pyguards.module_attributes(modules)))
+                    values.append(pyguards.module_guard(value))
                 else:
                     values.append(("id", id(value)))
                 add_label(f"{path} identity")
@@ -339,15 +344,11 @@ class CompiledFunction:
                 return self._recapture_chain(key, entry, args, kwargs)
             del self.cache[key]
             reason, shape_only = "a parameter or closure tensor changed shape, dtype or requires_grad", False
-        if self.generic and self.dynamic is not False:
+        if self.generic and self.dynamic is not False and not self.gave_up:
             for pattern, generic_entry in self.generic:
-                if symbolic.match(pattern, key) is not None and generic_entry.externals_ok():
-                    # this size replays the size-generic graph, no trace.  Kept apart from the captures (the
-                    # cache): any number of sizes may match without counting against the limits
-                    if len(self.matched) >= 1024:
-                        self.matched.clear()
-                    self.matched[key] = generic_entry
-                    return generic_entry(args, kwargs)
+                env = symbolic.match(pattern, key)
+                if env is not None and generic_entry.externals_ok():
+                    return self._validate(generic_entry, env, args, kwargs)
         if self.gave_up:
             return self._eager(args, kwargs)
         key, labels = self._walk(args, kwargs, True)
@@ -394,8 +395,39 @@ class CompiledFunction:
             entry.chains.insert(0, chain)
         return result
 
-    def _trace(self, args, kwargs):
-        self.captures += 1
+    def _validate(self, generic_entry, env, args, kwargs):
+        """A size that fits a size-generic graph's key pattern, seen for the first time: trace it once (this
+        call's result is the traced run's) and check that the capture is the generic graph bound to these
+        sizes (symbolic.conforms).  Python decisions on sizes leave no trace in a graph -- `if T > 4`,
+        `min(T, 10)`, a `T - 1` that equalled B in both captures -- so a pattern match alone could replay a
+        graph this size would not have built.  If it fits, later calls of this size replay the generic graph
+        with no trace and no compile, outside the cache and its limits (`matched`); if not, this capture
+        becomes the size's own graph."""
+        tracer, result, ok = self._trace(args, kwargs, validating=True)
+        self.validations += 1
+        if not ok or len(tracer.graphs) > 1:
+            why = f"a graph break: {tracer.breaks[0] if tracer.breaks else '?'}"
+        elif tracer.new_globals:
+            why = "it read globals the generic graph's captures did not: " + ", ".join(
+                name for _, name, _ in tracer.new_globals.values())
+        else:
+            why = symbolic.conforms(generic_entry.signature, symbolic.signature(tracer.graph), env)
+        if why is None:
+            if len(self.matched) >= 1024:
+                self.matched.clear()
+            self.matched[self._walk(args, kwargs, False)[0]] = generic_entry
+            return result
+        codegen.log("recompiles", f"{self.__name__}: sizes {env} do not fit the size-generic graph ({why}): a "
+                    "graph for these sizes", self.options)
+        key, labels = self._walk(args, kwargs, True)
+        if len(self.cache) >= config.cache_size_limit:
+            self.gave_up = True
+            return result
+        return self._store(tracer, result, ok, key, labels, state.enabled)
+
+    def _trace(self, args, kwargs, validating=False):
+        if not validating:
+            self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
@@ -463,6 +495,10 @@ class CompiledFunction:
     def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
         tracer, result, ok = self._trace(args, kwargs)
+        return self._store(tracer, result, ok, key, labels, entry_mode, previous, retried)
+
+    def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False):
+        """Compile a capture (or keep its graph breaks) under its guard key; returns the call's result."""
         if tracer.new_globals:  # the graph is valid for the values this capture read
             key = key[:-1] + (key[-1] + pyguards.captured_globals(tracer.new_globals),)
             labels = labels[:-1] + [self._globals_label()]
@@ -556,6 +592,7 @@ class CompiledFunction:
         self.generic.clear()
         self.dynamic_status = ""
         self.captures = 0
+        self.validations = 0
 
     def __get__(self, instance, owner):
         """Decorating a method: bind like a function would."""

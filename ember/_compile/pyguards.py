@@ -117,7 +117,13 @@ def _contents(namespace: dict) -> tuple:
 
 
 def _guarded(value) -> bool:
-    return _scalar(value) or isinstance(value, Tensor) or _settings(value) is not None
+    return _scalar(value) or isinstance(value, (Tensor, _Module())) or _settings(value) is not None
+
+
+def _Module() -> type:  # noqa: N802 - the class, imported late (nn imports this package)
+    from ..nn.modules.module import Module
+
+    return Module
 
 
 def _key(value):
@@ -127,6 +133,8 @@ def _key(value):
         return _MISSING
     if _scalar(value):
         return (type(value), value)
+    if isinstance(value, _Module()):  # a model used from a global or a closure: net.eval() must recapture
+        return module_guard(value)
     namespace = None if isinstance(value, Tensor) else _settings(value)
     return ("id", id(value)) if namespace is None else ("settings", type(value), _contents(namespace))
 
@@ -176,9 +184,12 @@ class Watcher:
         code = frame.f_code
         if code in self._seen:
             return
-        self._seen.add(code)
         if _library(code.co_filename):
+            self._seen.add(code)
             return
+        if self._importing(frame):  # an import hook (pytest's) or a module body: not the function's reads
+            return
+        self._seen.add(code)
         namespace = frame.f_globals
         for name in code.co_names:
             self._read(namespace, name)
@@ -196,6 +207,15 @@ class Watcher:
         state = _state(value)
         if state is not None:
             self._entry.setdefault(ident, (namespace, name, state))
+
+    def _importing(self, frame) -> bool:
+        """Whether `frame` runs under the import system (a first import inside the traced call)."""
+        caller = frame.f_back
+        while caller is not None and caller is not self._origin:
+            if caller.f_code.co_filename.startswith("<frozen importlib"):
+                return True
+            caller = caller.f_back
+        return False
 
     def _made_inside(self, frame) -> bool:
         """Whether the function running in `frame` was defined by a call still running inside the capture (a
@@ -284,6 +304,27 @@ def read_cells(cells: list) -> tuple:
             value = _MISSING
         out.append(_key(value))
     return tuple(out)
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def module_hooks(modules: list) -> tuple:
+    """The hooks registered on each module (handle ids), and the global module hooks: a forward hook ran (and
+    was recorded) at capture, so one added or removed afterwards needs a new capture."""
+    from ..nn.modules import module as module_file
+
+    own = tuple(tuple(tuple(m.__dict__.get(name, ())) for name in _HOOK_DICTS) for m in modules)
+    return own, tuple(module_file._global_forward_hooks), tuple(module_file._global_forward_pre_hooks), tuple(
+        module_file._global_backward_hooks)
+
+
+def module_guard(module) -> tuple:
+    """What a graph depends on in a module it reached through a global or a closure (not an argument or the
+    compiled module, whose guards are separate): its identity, training flags, attributes and hooks."""
+    modules = list(module.modules())
+    return ("module", id(module), tuple(m.training for m in modules), module_attributes(modules),
+            module_hooks(modules))
 
 
 def module_attributes(modules: list) -> tuple:

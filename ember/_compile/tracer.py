@@ -121,6 +121,13 @@ READ_BREAKS = ("Tensor.item()", "Tensor.tolist()", "Tensor.numpy()", "Tensor.__a
                "data-dependent control flow", "indexing with a 0-d tensor")
 
 
+# graft(new, leaf): new's values, with the gradient passed to leaf unchanged -- a leaf's value after a no-grad
+# in-place write, as eager sees it (Tracer.inplace)
+GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (None, grad),
+                        dtype_rule=lambda args, params: (None, args[1]._dtype), upcast_half=False,
+                        meta=lambda args, params: args[0].shape)
+
+
 class Tracer:
     """Records op calls into graphs; see the module docstring."""
 
@@ -139,6 +146,8 @@ class Tracer:
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.random_ops = 0
+        self.drawing = False  # inside a recorded random op (set by _dispatch.call, read by Generator._rng)
+        self.untraced_draw = False  # a generator drew outside one: a factory such as randn ran untraced
         self.placeholders: list = []  # (path, Value)
         self.last_break_tensor = None
         self.ops_since_break = 0
@@ -161,10 +170,8 @@ class Tracer:
 
     # ------------------------------------------------------------ lifecycle
     def __enter__(self):
-        from .._ops import random as random_ops
 
         self.previous = _dispatch.tracer
-        self._rng_state = repr(random_ops.default_generator._rng.bit_generator.state)
         _dispatch.tracer = self
         return self
 
@@ -183,6 +190,9 @@ class Tracer:
             value = self.graph.make_values(node, [tensor])[0]
             self.placeholders.append((path, value))
             self._track(tensor, value)
+            # x.detach() / x.data of an input share its array: found by storage (resolve), they are a detach of
+            # the placeholder, not an external frozen to this call's tensor
+            self.internal_storage.setdefault(id(tensor._storage), value)
 
     def _track(self, tensor, value) -> None:
         self.value_of[id(tensor)] = value
@@ -257,6 +267,7 @@ class Tracer:
         return walk(params), sources
 
     def record(self, op, args, params, results) -> None:
+        self.drawing = False
         if self.broken and not self.explain:
             return
         sources = ()
@@ -268,6 +279,10 @@ class Tracer:
                 if self.broken and not self.explain:
                     return
                 sources = ()
+        if op.data_dependent:  # a replay would give later ops this call's shape
+            self.graph_break(f"{op.name}(): the result's shape depends on the input's values")
+            if self.broken and not self.explain:
+                return
         if "generator" in params:
             self.random_ops += 1
         node_args = tuple(self._resolve_arg(a) for a in args)
@@ -326,6 +341,7 @@ class Tracer:
                                    path=_describe_external(tensor)))
         value = self.graph.make_values(node, [tensor])[0]
         self._track(tensor, value)
+        self.internal_storage.setdefault(id(tensor._storage), value)  # (a parameter's detach, as an input's)
         return value
 
     def inplace(self, target, result) -> None:
@@ -343,6 +359,14 @@ class Tracer:
             if old is None:
                 old = self.resolve(target)
             self.mutated[id(target)] = [old, new, state.enabled]
+        if not state.enabled and target._requires_grad and target._grad_fn is None:
+            # a no-grad write to a leaf (weight clipping, Embedding's max_norm renorm): the leaf keeps its
+            # identity, so later uses must still pass gradients to it (GRAFT), not read the detached result
+            node = self.graph.add(Node("call", self.graph.fresh_name("graft_"), op=GRAFT, args=(new, old),
+                                       params={}, grad_enabled=True, source=user_source()))
+            new = self.graph.make_values(node, [target])[0]
+            self.tensor_of_value[id(new)] = target
+            self.segment_nodes.add(id(node))
         self.value_of[id(target)] = new
         self.storages.setdefault(id(target._storage), [target._storage, 0])[1] = target._storage.version
 
@@ -376,7 +400,6 @@ class Tracer:
     # ------------------------------------------------------------ finishing
     def finish(self, result):
         """Checks that need the whole run, then the output node.  Returns False when the capture broke."""
-        from .._ops import random as random_ops
 
         if not self.broken or self.explain:
             for storage, expected in self.storages.values():
@@ -384,8 +407,7 @@ class Tracer:
                     self.graph_break("a tensor was written in place outside ember's dispatch (out=, no-grad "
                                      "index assignment, .data=)")
                     break
-            rng_state = repr(random_ops.default_generator._rng.bit_generator.state)
-            if rng_state != self._rng_state and self.random_ops == 0:
+            if self.untraced_draw:
                 self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
                                  "frozen into the graph")
             if len(self.inference_modes) > 1:
@@ -406,6 +428,11 @@ class Tracer:
 
     def _output_structure(self, value):
         if isinstance(value, Tensor):
+            written = self.mutated.get(id(value))
+            if written is not None and len(self.graphs) == 1:
+                # an input written in place and returned (`x.add_(1); return x`): eager returns x itself, so
+                # the replay returns the placeholder, which the write-back has updated
+                return written[0]
             return self.resolve(value)
         if isinstance(value, tuple):
             items = [self._output_structure(v) for v in value]

@@ -8,6 +8,7 @@ import struct
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._device import as_device
 from .._tensor import Tensor
@@ -30,6 +31,19 @@ class Generator:
         self.device = device
         self._initial_seed = _FRESH_GENERATOR_SEED
         self._rng = np.random.Generator(np.random.PCG64(_FRESH_GENERATOR_SEED))
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        """The NumPy stream every draw goes through.  Under graph capture a draw outside a recorded random op (a
+        factory such as randn, multinomial) is noted, since a replay would repeat its values (ember.compile)."""
+        tracer = _dispatch.tracer
+        if tracer is not None and not tracer.drawing:
+            tracer.untraced_draw = True
+        return self._bits
+
+    @_rng.setter
+    def _rng(self, value: np.random.Generator) -> None:
+        self._bits = value
 
     def manual_seed(self, seed) -> Generator:
         """Reseed the stream; negative seeds wrap to 64 bits as in torch."""

@@ -766,6 +766,7 @@ def _nonzero_meta(args, params):
 
 
 _NONZERO.meta = _nonzero_meta
+_NONZERO.data_dependent = True
 
 
 @export

@@ -335,6 +335,7 @@ _UNIQUE = OpDef("unique", _unique_impl, dtype_rule=lambda a, p: (None, (a[0]._dt
 _UNIQUE_CONSECUTIVE = OpDef("unique_consecutive", _consecutive_impl,
                             dtype_rule=lambda a, p: (None, (a[0]._dtype, dt.int64, dt.int64)),
                             meta=_data_dependent("unique_consecutive"), outputs=3, upcast_half=False)
+_UNIQUE.data_dependent = _UNIQUE_CONSECUTIVE.data_dependent = True
 
 
 def _unique_result(values, inverse, counts, return_inverse, return_counts):
@@ -517,6 +518,7 @@ def _bincount_rule(args, params):
 
 _BINCOUNT = OpDef("bincount", _bincount_impl, dtype_rule=_bincount_rule, meta=_data_dependent("bincount"),
                   upcast_half=False)
+_BINCOUNT.data_dependent = True  # its length is the largest value + 1
 
 
 @export

@@ -156,6 +156,49 @@ def test_a_miss_after_a_generic_match_recaptures():
     assert compiled.captures == 3
 
 
+def _branch_on_size(x):
+    if x.shape[0] > 4:
+        return x * 3
+    return x + 1
+
+
+def _crop_like_generate(x):
+    x = x if x.shape[1] <= 6 else x[:, -6:]  # nanoGPT's generate() crops the context to the block size
+    return x * 2 + ember.arange(6.0)[:x.shape[1]]
+
+
+@pytest.mark.parametrize("fn, sizes", [
+    (_branch_on_size, [(2, 3), (3, 3), (8, 3), (4, 3), (9, 3)]),
+    (lambda x: x[:, :min(x.shape[1], 10)] * 2, [(2, 4), (2, 6), (2, 16), (2, 7)]),
+    (lambda x: x[:, :x.shape[1] - 1].sum(1), [(3, 4), (5, 6), (2, 4), (7, 8)]),  # T - 1 == B in both captures
+    (_crop_like_generate, [(2, 2), (2, 3), (2, 4), (2, 7), (2, 5)]),
+], ids=["if_on_size", "min_of_size", "coincidence", "generate_crop"])
+def test_python_decisions_on_sizes_are_checked_before_a_generic_replay(fn, sizes):
+    """A Python `if`, `min` or arithmetic on a size leaves nothing in the graph: a new size that fit the key
+    pattern replayed a graph it would not have built (x * 3 gave x + 1; a crop to 6 replayed uncropped and
+    failed).  A new size is traced once and replays the generic graph only if its capture is that graph."""
+    compiled = ember.compile(fn)
+    for size in sizes:
+        x = ember.rand(*size)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-6)  # the replay of this size
+
+
+def test_a_validated_size_replays_without_a_trace():
+    compiled = ember.compile(lambda x: (x * 2).softmax(-1))
+    for T in (4, 6, 9, 9, 9, 11, 4):
+        compiled(ember.randn(3, T))
+    # 4 and 6 captured (the generic graph); 9 and 11 traced once each to check they fit; repeats replay
+    assert compiled.captures == 2 and compiled.validations == 2 and len(compiled.matched) == 2
+
+
+def test_a_returned_size_is_not_generic():
+    compiled = ember.compile(lambda x: (x * 2, x.shape[0]))
+    for B in (2, 3, 5):
+        assert compiled(ember.ones(B, 2))[1] == B
+    assert "returned Python number" in compiled.dynamic_status
+
+
 def test_size_dependent_literal_falls_back_to_a_graph_per_size():
     compiled = ember.compile(lambda x: (x / x.shape[0]).exp().sum(-1))
     for B in (2, 3, 4):

@@ -1,0 +1,215 @@
+"""A replay must do what the eager call does: each case here once replayed stale values, lost a gradient, or
+crashed (found by compiling realistic programs and comparing every call with eager)."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+
+
+def _calls(fn, compiled, make_inputs, n=3):
+    for i in range(n):
+        inputs = make_inputs(i)
+        np.testing.assert_allclose(compiled(*inputs).detach().numpy(), fn(*inputs).detach().numpy(),
+                                   rtol=1e-6, atol=1e-6)
+
+
+def test_detached_alias_of_an_input_reads_this_call():
+    """x.detach() and x.data share x's array: they were new externals, frozen to the first call's tensor."""
+    def fn(x, w):
+        return ((x * w - x.detach()) ** 2).sum() + x.data.sum()
+
+    compiled = ember.compile(fn)
+    w = ember.ones(3, requires_grad=True)
+    _calls(fn, compiled, lambda i: (ember.full((3,), float(i + 1)), w))
+    assert compiled.captures == 1 and "detach" in compiled.graphs[0].code
+
+
+def test_parameter_detach_follows_in_place_updates():
+    linear = nn.Linear(2, 2)
+    compiled = ember.compile(lambda x: x @ linear.weight.detach().t() + linear(x))
+    x = ember.ones(1, 2)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x).detach().numpy(),
+                                   (x @ linear.weight.detach().t() + linear(x)).detach().numpy(), rtol=1e-6)
+        with ember.no_grad():
+            linear.weight.mul_(2)
+
+
+@pytest.mark.parametrize("factory", ["rand_like", "randn_generator", "multinomial"])
+def test_untraced_random_draws_are_not_frozen(factory):
+    """A factory (rand_like, randn with a generator=, multinomial) is not a recorded op: its values would be
+    constants of the graph.  Any draw outside a recorded op is now a graph break, also when a recorded random
+    op (dropout) ran in the same call, which used to hide it."""
+    generator = ember.Generator().manual_seed(1)
+
+    def fn(x):
+        noise = {"rand_like": lambda: ember.rand_like(x),
+                 "randn_generator": lambda: ember.randn(x.shape, generator=generator),
+                 "multinomial": lambda: ember.multinomial(x.abs() + 0.1, 1).float()}[factory]()
+        return F.dropout(x, 0.5) * 0 + noise
+
+    compiled = ember.compile(fn)
+    x = ember.ones(2, 3)
+    draws = [compiled(x).numpy().copy() for _ in range(4)]
+    assert any(not np.array_equal(draws[0], d) for d in draws[1:])
+    assert any("random" in str(b) or "untraced" in str(b) for b in compiled.graph_breaks)
+
+
+def test_custom_function_keeps_its_backward():
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    compiled = ember.compile(lambda x: Square.apply(x).sum())
+    for i in range(3):
+        x = ember.full((3,), float(i + 1), requires_grad=True)
+        compiled(x).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 2.0 * (i + 1), np.float32))
+    # without gradients the forward's ops replay as usual
+    with ember.no_grad():
+        assert Square.apply(ember.ones(2)).sum().item() == ember.compile(lambda x: Square.apply(x).sum())(
+            ember.ones(2)).item()
+
+
+def test_no_grad_write_to_a_parameter_keeps_its_gradient():
+    """Weight clipping inside the function: later uses of the parameter still pass gradients to it."""
+    weight = nn.Parameter(ember.tensor([3.0, -0.5, -2.0]))
+    reference = nn.Parameter(weight.detach().clone())
+
+    def make(w):
+        def fn(x):
+            with ember.no_grad():
+                w.clamp_(-1, 1)
+            return (x * w * w).sum()
+        return fn
+
+    compiled, eager = ember.compile(make(weight)), make(reference)
+    for i in range(3):
+        x = ember.full((3,), float(i + 1))
+        compiled(x).backward()
+        eager(x).backward()
+        np.testing.assert_array_equal(weight.detach().numpy(), reference.detach().numpy())
+        np.testing.assert_array_equal(weight.grad.numpy(), reference.grad.numpy())
+        with ember.no_grad():
+            weight.mul_(3)
+            reference.mul_(3)
+
+
+def test_embedding_max_norm_weight_gets_its_gradient():
+    ember.manual_seed(0)
+    embedding = nn.Embedding(10, 4, max_norm=1.0)
+    compiled = ember.compile(embedding)
+    for i in range(3):
+        ids = ember.tensor([[i, i + 1, 3]])
+        embedding.weight.grad = None
+        compiled(ids).sum().backward()
+        grad = embedding.weight.grad.numpy().copy()
+        embedding.weight.grad = None
+        embedding(ids).sum().backward()
+        np.testing.assert_array_equal(grad, embedding.weight.grad.numpy())
+
+
+@pytest.mark.parametrize("op", ["unique", "nonzero", "bincount"])
+def test_data_dependent_shapes_break_the_graph(op):
+    """unique/nonzero/bincount results have a size that depends on the values: replaying a graph built for
+    one size gave broadcast errors, then a silently wrong sum."""
+    def fn(x):
+        if op == "unique":
+            y = ember.unique(x).float()
+        elif op == "nonzero":
+            y = ember.nonzero(x > 2).float()
+        else:
+            y = ember.bincount(x.long()).float()
+        return (y * 2 + 1).sum()
+
+    compiled = ember.compile(fn)
+    for values in ([1, 2, 2, 3], [4, 5, 5, 5], [1, 2, 3, 4], [7, 7, 7, 7]):
+        x = ember.tensor(values, dtype=ember.float32)
+        assert compiled(x).item() == fn(x).item()
+    assert any("depends on the input's values" in str(b) for b in compiled.graph_breaks)
+
+
+def test_modules_reached_through_globals_and_closures_are_guarded():
+    """net.eval() / a new hook on a model the compiled function only names (not an argument): the train-mode
+    graph kept replaying (batch statistics, running stats updated)."""
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+
+    def fn(x):
+        return net(x)
+
+    compiled = ember.compile(fn)
+    x = ember.randn(8, 4)
+    for mode in ("train", "train", "eval", "eval"):
+        getattr(net, mode)()
+        stats = net[1].running_mean.numpy().copy()
+        out = compiled(x).detach().numpy()
+        compiled_stats = net[1].running_mean.numpy().copy()
+        net[1].running_mean.copy_(ember.from_numpy(stats))
+        np.testing.assert_allclose(out, net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(compiled_stats, net[1].running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    handle = net[0].register_forward_hook(lambda module, inputs, output: output * 2)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    handle.remove()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_hooks_added_to_a_compiled_module_recapture():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    compiled(x)
+    model[1].register_forward_hook(lambda module, inputs, output: output * 2)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    model[0].register_forward_pre_hook(lambda module, inputs: (inputs[0] + 1,))
+    np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert "module hooks" in compiled._compiled.last_reason
+
+
+def test_partial_and_callable_objects_compile_and_recompile():
+    def fn(x, scale, b):
+        return x * scale + b
+
+    class Callable:
+        def __call__(self, x, scale):
+            return x * scale
+
+    for target in (functools.partial(fn, b=3.0), Callable()):
+        compiled = ember.compile(target)
+        x = ember.ones(2)
+        for scale in (1.0, 2.0):
+            np.testing.assert_array_equal(compiled(x, scale).numpy(), target(x, scale).numpy())
+        assert compiled.captures == 2
+
+
+def test_an_input_written_and_returned_is_the_input():
+    """`x.add_(1); return x` returns x itself in eager; the replay returned a new tensor with its values."""
+    compiled = ember.compile(lambda x: x.add_(1))
+    for _ in range(3):
+        x = ember.zeros(2)
+        result = compiled(x)
+        assert result is x
+        result.mul_(10)
+        np.testing.assert_array_equal(x.numpy(), [10.0, 10.0])
+
+    def copies(x):
+        y = x + 1
+        x.copy_(y)
+        return y
+
+    compiled = ember.compile(copies)
+    for _ in range(3):
+        x = ember.zeros(2)
+        assert compiled(x) is not x
