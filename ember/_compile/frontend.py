@@ -216,6 +216,7 @@ class CompiledFunction:
         # tensor globals user code read during captures, found as they happen (the key's last element)
         self._cells = pyguards.closure_cells(fn)
         self.watched: dict = {}
+        self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
         functools.update_wrapper(self, fn, updated=())
         if "__name__" not in self.__dict__:  # a functools.partial or a callable object: named for the logs
             inner = getattr(fn, "func", None)
@@ -284,7 +285,7 @@ class CompiledFunction:
             leaf(arg, f"args[{index}]")
         for key, arg in kwargs.items():
             leaf(arg, f"kwargs[{key!r}]")
-        values.append(pyguards.read_globals(self.watched))  # last: a capture may extend it (_capture)
+        values.append(pyguards.read_globals(self.watched, self.written))  # last: a capture may extend it
         add_label(self._globals_label())
         return tuple(values), labels
 
@@ -438,7 +439,9 @@ class CompiledFunction:
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
         ok = tracer.finish(result)
-        written = effects.changed() + [f"global {name}" for name in watcher.written()]
+        wrote = watcher.written()
+        self.written.update(ident for ident, _ in wrote)
+        written = effects.changed() + [f"global {name}" for _, name in wrote]
         if written:  # a replay would not make these writes: this guard set runs eagerly (pyguards)
             why = (f"Python state written during the call ({'; '.join(written)}): a replay would not write it, "
                    "so the call runs eagerly")
@@ -499,8 +502,8 @@ class CompiledFunction:
 
     def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False):
         """Compile a capture (or keep its graph breaks) under its guard key; returns the call's result."""
-        if tracer.new_globals:  # the graph is valid for the values this capture read
-            key = key[:-1] + (key[-1] + pyguards.captured_globals(tracer.new_globals),)
+        if tracer.new_globals or getattr(tracer, "wrote_python", False):  # valid for the values this capture read
+            key = key[:-1] + (pyguards.read_globals(self.watched, self.written),)
             labels = labels[:-1] + [self._globals_label()]
         if ok and len(tracer.graphs) > 1:
             self.graph_breaks.extend(tracer.breaks)

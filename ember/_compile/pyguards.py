@@ -1,38 +1,44 @@
-"""Guards on the Python values a captured graph baked in: scalar globals, closure cells, module attributes.
+"""Guards on the Python values a captured graph baked in: globals, closure cells, module attributes, settings.
 
 A capture runs the function once and records its tensor ops; a Python number it read on the way (a global
 `SCALE`, a closure's `k`, a module's `self.temperature` or `self.use_relu`) is frozen into the graph as a
 constant or as the branch taken.  torch's dynamo guards on each such read; ember, which traces ops rather
 than bytecode, guards on:
 
-- the scalar (int, float, bool, str, None) and tensor globals named by the code of every function that ran
-  during the capture, outside ember, NumPy and the standard library (found with `sys.setprofile` while
-  tracing; `Watcher`).  A global that changes makes the next call miss and recapture, as in torch;
-- the scalar and tensor closure cells of the compiled function itself (`closure_cells`) and of the user
-  functions it called (found by the same watcher: `Watcher._closure`);
-- the public scalar and plain-tensor attributes of a compiled module and of its submodules
-  (`module_attributes`).
-Scalars (and tuples of scalars) are guarded by value, tensors by identity: the graph reads a tensor it names
-at its current value (in-place updates are seen), but a name rebound to another tensor needs a new capture.
-A plain settings object in any of these places -- a dataclass or `argparse.Namespace` (`args.scale`,
-`self.config.dropout`), or a small dict of settings -- is guarded by its scalar and tensor contents, one level
-deep (`_contents`).
+- the globals named by the code of every function that ran during the capture, outside ember, NumPy, the
+  standard library and the import system (found with `sys.setprofile` while tracing; `Watcher`).  A global
+  that changes makes the next call miss and recapture, as in torch;
+- the closure cells of the compiled function itself (`closure_cells`) and of the user functions it called
+  (found by the same watcher: `Watcher._closure`; closures made during the call are its own locals);
+- the attributes of a compiled module and of its submodules, private ones and user classes' class
+  attributes included (`module_attributes`), with their training flags, parameters, buffers and hooks.
+What is guarded, by kind of value (`_key`):
+- scalars (Python's and NumPy's, dtypes, devices, and tuples of them such as a namedtuple) by value;
+- tensors by identity: the graph reads a tensor it names at its current value (in-place updates are seen),
+  but a name rebound to another tensor needs a new capture;
+- modules by `module_guard` (a model used through a global: `net.eval()` recaptures);
+- settings by their contents, one level deep (`_settings`, `_contents`): a dataclass (slots too),
+  `argparse.Namespace` (`args.scale`), `SimpleNamespace`, a small dict or list, a user class or user Python
+  module read as a config (`Config.scale`, `config.SCALE`), including the modules they hold.
 
-Not everything is seen: a settings object nested two levels down (`self.config.attn.scale`), and nothing while
-another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures.  Guarding a whole
-object's scalars when the graph read only one can also recompile where torch would not (a counter attribute
-that changes every call): the price of not reading bytecode, paid in recompiles, never in wrong values.
+Not everything is seen: settings nested two levels down (`self.config.attn.scale`), Python modules without a
+file, and nothing while another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures.
+Guarding a whole object's scalars when the graph read only one can also recompile where torch would not (a
+counter attribute that changes every call): the price of not reading bytecode, paid in recompiles, never in
+wrong values.
 
 The other direction, Python state the function *writes*, is not replayed: a list argument appended to, a
 global dict or number updated, a module attribute rebound in forward (`self.last_attention = weights`).
 `SideEffects` compares that state before and after the capture; where it changed, the call is a graph
 break that runs eagerly from then on (torch's dynamo replays such writes; ember keeps them correct by not
-compiling that function).
+compiling that function).  A global the function writes is then keyed by identity, not contents
+(`read_globals`), so that its eager entry is found again.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import sys
@@ -67,31 +73,63 @@ def _library(filename: str) -> bool:
     return filename.startswith(_STDLIB) and "site-packages" not in filename and "dist-packages" not in filename
 
 
-_SMALL = 32  # the most items a settings dict or tuple may have to be guarded by content
+_SMALL = 32  # the most items a settings dict, list or tuple may have to be guarded by content
+
+
+def _value_types() -> tuple:
+    """Types guarded by value besides SCALARS: NumPy scalars, ember dtypes and devices (`x.to(DT)`)."""
+    from .._device import device
+    from .._dtype import dtype
+
+    return (np.generic, dtype, device)
+
+
+_VALUES: tuple = ()
 
 
 def _scalar(value) -> bool:
-    """A value guarded by value: a scalar, or a short tuple of scalars (`self.kernel_size`)."""
+    """A value guarded by value: a scalar (NumPy's too), a dtype or device, or a short tuple of them (a
+    `self.kernel_size`, a namedtuple of settings)."""
+    global _VALUES
     kind = type(value)
-    return kind in SCALARS or (kind is tuple and len(value) <= _SMALL and all(type(v) in SCALARS for v in value))
+    if kind in SCALARS:
+        return True
+    if not _VALUES:
+        _VALUES = _value_types()
+    if isinstance(value, _VALUES):
+        return True
+    return isinstance(value, tuple) and len(value) <= _SMALL and all(
+        type(v) in SCALARS or isinstance(v, _VALUES) for v in value)
 
 
-def _settings(value) -> dict | None:
-    """The namespace of a plain settings object (a dataclass, `argparse.Namespace`, `SimpleNamespace`, a small
-    dict), whose scalar and tensor contents a graph may have baked in; None for anything else.  Modules,
-    functions, classes and Python modules are not settings (callable or ModuleType), nor are ember's and
-    NumPy's own objects (optimizers, loaders: their state is guarded where it matters, or not read)."""
+def _settings(value):
+    """The namespace (name -> value) of a settings object, whose scalar, tensor and module contents a graph
+    may have baked in; None for anything else.  Settings are: small dicts and lists, `argparse.Namespace`
+    and `SimpleNamespace`, instances of user classes (a dataclass config, slots or not), and user classes and
+    user Python modules read as configs (`Config.scale`, `import config; config.SCALE`).  Functions, ember's
+    and NumPy's objects (optimizers, loaders) and the standard library's are not."""
     kind = type(value)
     if kind is dict:
         return value if len(value) <= _SMALL else None
+    if kind is list:
+        return dict(enumerate(value)) if len(value) <= _SMALL else None
     if kind in _NAMESPACES:
         return value.__dict__
-    if callable(value) or isinstance(value, (types.ModuleType, Tensor)):
+    if isinstance(value, Tensor):
+        return None
+    if isinstance(value, type):
+        return value.__dict__ if _user_class(value) and not issubclass(value, _Module()) else None
+    if isinstance(value, types.ModuleType):
+        filename = getattr(value, "__file__", None)
+        return value.__dict__ if filename is not None and not _library(filename) else None
+    if callable(value) or not _user_class(kind):
         return None
     namespace = getattr(value, "__dict__", None)
-    if type(namespace) is not dict or not _user_class(kind):
-        return None
-    return namespace
+    if type(namespace) is dict:
+        return namespace
+    if dataclasses.is_dataclass(value):  # @dataclass(slots=True)
+        return {field.name: getattr(value, field.name, None) for field in dataclasses.fields(value)}
+    return None
 
 
 _NAMESPACES = (types.SimpleNamespace, argparse.Namespace)
@@ -99,8 +137,8 @@ _USER_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _user_class(kind: type) -> bool:
-    """Whether instances of `kind` may be user settings: a class defined in user code (a script, a model
-    package), not in ember, NumPy or the standard library (a typing.TypeVar is not a setting)."""
+    """Whether `kind` (or an instance of it) may be user settings: a class defined in user code
+    (a script, a model package), not in ember, NumPy or the standard library (a typing.TypeVar is not)."""
     known = _USER_CLASSES.get(kind)
     if known is None:
         module = sys.modules.get(kind.__module__)
@@ -110,10 +148,20 @@ def _user_class(kind: type) -> bool:
     return known
 
 
-def _contents(namespace: dict) -> tuple:
-    """A settings object's guard key: its scalar items by value and tensor items by identity, in order."""
-    return tuple((k, (type(v), v) if _scalar(v) else ("id", id(v))) for k, v in namespace.items()
-                 if _scalar(v) or isinstance(v, Tensor))
+def _contents(namespace) -> tuple:
+    """A settings object's guard key: its public scalar items by value, tensor items by identity and modules
+    by `module_guard`, in order (one level: settings inside settings are by identity)."""
+    out = []
+    for k, v in namespace.items():
+        if type(k) is str and k[:1] == "_":  # private helpers and a module's or class's dunders
+            continue
+        if _scalar(v):
+            out.append((k, (type(v), v)))
+        elif isinstance(v, Tensor):
+            out.append((k, ("id", id(v))))
+        elif isinstance(v, _Module()):
+            out.append((k, module_guard(v)))
+    return tuple(out)
 
 
 def _guarded(value) -> bool:
@@ -252,8 +300,9 @@ class Watcher:
         return out
 
     def written(self) -> list:
-        """The globals whose value or container contents differ from when the capture first met them."""
-        return [name for namespace, name, state in self._entry.values()
+        """(ident, name) of the globals and cells whose value or container contents differ from when the capture
+        first met them."""
+        return [(ident, name) for ident, (namespace, name, state) in self._entry.items()
                 if _state(namespace.get(name, _MISSING)) != state]
 
 
@@ -272,14 +321,11 @@ class _Cell:
             return default
 
 
-def read_globals(watched: dict) -> tuple:
-    """The current guard key of each watched global."""
-    return tuple(_key(namespace.get(name, _MISSING)) for namespace, name, _ in watched.values())
-
-
-def captured_globals(found: dict) -> tuple:
-    """The guard keys of newly found globals as the capture read them."""
-    return tuple(_key(value) for _, _, value in found.values())
+def read_globals(watched: dict, written: set) -> tuple:
+    """The current guard key of each watched global.  One the function itself writes (a log list it appends
+    to, a counter dict) is keyed by identity: its contents change every call, and that call runs eagerly."""
+    return tuple(_key(namespace.get(name, _MISSING)) if ident not in written
+                 else ("id", id(namespace.get(name, _MISSING))) for ident, (namespace, name, _) in watched.items())
 
 
 def closure_cells(fn) -> list:
@@ -320,20 +366,50 @@ def module_hooks(modules: list) -> tuple:
 
 
 def module_guard(module) -> tuple:
-    """What a graph depends on in a module it reached through a global or a closure (not an argument or the
-    compiled module, whose guards are separate): its identity, training flags, attributes and hooks."""
+    """What a graph depends on in a module it reached through a global, a closure or a container (not an
+    argument or the compiled module, whose guards are separate): its identity, training flags, parameter and
+    buffer identities, attributes and hooks."""
     modules = list(module.modules())
-    return ("module", id(module), tuple(m.training for m in modules), module_attributes(modules),
-            module_hooks(modules))
+    return ("module", id(module), tuple(m.training for m in modules), module_tensors(modules),
+            module_attributes(modules), module_hooks(modules))
+
+
+def module_tensors(modules: list) -> tuple:
+    """The identities of the modules' parameters and buffers (`net.weight = Parameter(...)` recaptures)."""
+    return tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values()))
 
 
 def module_attributes(modules: list) -> tuple:
-    """Each module's public scalar attributes (besides `training`, guarded on its own) by value, its plain
-    tensor attributes (not parameters or buffers, which have their own guards) by identity, and its settings
-    objects (`self.config`) by content."""
-    return tuple(tuple((k, _key(v)) for k, v in m.__dict__.items()
-                       if k[0] != "_" and k != "training" and _guarded(v))
-                 for m in modules)
+    """Each module's scalar attributes (private ones too, `self._scale`; besides `training`, guarded on its own)
+    by value, its plain tensor attributes (not parameters or buffers, which have their own guards) by
+    identity, its settings objects (`self.config`, a list of helper modules) by content, and the public scalar
+    class attributes of user-defined module classes (`class Net(nn.Module): scale = 2.0`)."""
+    out = []
+    for m in modules:
+        items = [(k, _key(v)) for k, v in m.__dict__.items()
+                 if k not in _MODULE_OWN and (_guarded(v) if k[0] != "_" else _scalar(v))]
+        for klass in _user_bases(type(m)):
+            items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
+                      if k[0] != "_" and _scalar(v)]
+        out.append(tuple(items))
+    return tuple(out)
+
+
+# Module's own bookkeeping (parameters, hooks...; `training` is guarded on its own)
+_MODULE_OWN = frozenset(("training", "_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                         "_backward_pre_hooks", "_backward_hooks", "_is_full_backward_hook", "_forward_hooks",
+                         "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks",
+                         "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
+                         "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+_USER_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _user_bases(kind: type) -> tuple:
+    """The user-defined classes in a module class's MRO (cached: ember's own classes have none)."""
+    found = _USER_BASES.get(kind)
+    if found is None:
+        found = _USER_BASES[kind] = tuple(k for k in kind.__mro__ if k is not _Module() and _user_class(k))
+    return found
 
 
 class SideEffects:

@@ -1,6 +1,7 @@
 """Capture, guards, recompiles, graph breaks, explain, fullgraph, in-place writes, randomness."""
 
 import argparse
+import collections
 import dataclasses
 import warnings
 
@@ -407,6 +408,99 @@ def test_settings_guards_leave_other_objects_alone():
     assert compiled.captures == 1
 
 
+class _ClassConfig:
+    scale = 2.0
+
+
+@dataclasses.dataclass(slots=True)
+class _SlotsConfig:
+    scale: float
+_NamedConfig = collections.namedtuple("_NamedConfig", "scale")
+DTYPE = ember.float32
+NUMPY_SCALE = np.float32(2.0)
+WEIGHTS = [1.0]
+
+
+def test_more_python_values_are_guarded():
+    """Class attributes, slots dataclasses, namedtuples, dtypes, NumPy scalars, lists: each was replayed at its
+    captured value after it changed."""
+    global DTYPE, NUMPY_SCALE
+    slots, named = _SlotsConfig(2.0), _NamedConfig(2.0)
+    cases = [
+        (lambda x: x * _ClassConfig.scale, lambda: setattr(_ClassConfig, "scale", 3.0)),
+        (lambda x: x * slots.scale, lambda: setattr(slots, "scale", 3.0)),
+        (lambda x: x.to(DTYPE), lambda: globals().update(DTYPE=ember.float64)),
+        (lambda x: x * NUMPY_SCALE, lambda: globals().update(NUMPY_SCALE=np.float32(7.0))),
+        (lambda x: x * WEIGHTS[0], lambda: WEIGHTS.__setitem__(0, 4.0)),
+    ]
+    x = ember.ones(2)
+    try:
+        for fn, change in cases:
+            compiled = ember.compile(fn)
+            compiled(x)
+            change()
+            result, expected = compiled(x), fn(x)
+            assert result.dtype == expected.dtype
+            np.testing.assert_array_equal(result.numpy(), expected.numpy())
+        compiled = ember.compile(lambda x: x * named.scale)
+        compiled(x)
+        named = _NamedConfig(9.0)  # noqa: F841 - the closure cell is rebound
+        # (a closure cell holding a namedtuple is guarded by value)
+    finally:
+        _ClassConfig.scale, DTYPE, NUMPY_SCALE, WEIGHTS[0] = 2.0, ember.float32, np.float32(2.0), 1.0
+
+
+def test_modules_in_containers_and_rebound_parameters_are_guarded():
+    """eval() on a module held in a dict, a namespace or a list attribute, and a parameter or buffer of a
+    global module rebound: the graph kept the old mode or the old tensors."""
+    dropouts = {"enc": nn.Dropout(0.5)}
+    holder = argparse.Namespace(drop=nn.Dropout(0.5))
+
+    class WithList(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.helpers = [nn.Dropout(0.5)]
+
+        def forward(self, x):
+            return self.helpers[0](x)
+
+    with_list = WithList()
+    x = ember.ones(4)
+    for fn, module in ((lambda x: dropouts["enc"](x), dropouts["enc"]), (lambda x: holder.drop(x), holder.drop),
+                       (with_list, with_list.helpers[0])):
+        compiled = ember.compile(fn)
+        compiled(x)
+        module.eval()
+        np.testing.assert_array_equal(compiled(x).numpy(), np.ones(4, np.float32))
+    linear = nn.Linear(2, 2)
+    compiled = ember.compile(lambda x: linear(x))
+    compiled(ember.ones(1, 2))
+    linear.weight = nn.Parameter(ember.zeros(2, 2))
+    np.testing.assert_array_equal(compiled(ember.ones(1, 2)).detach().numpy(), linear.bias.detach().numpy()[None])
+
+
+def test_private_and_class_attributes_of_a_module_are_guarded():
+    class Scaled(nn.Module):
+        factor = 2.0
+
+        def __init__(self):
+            super().__init__()
+            self._scale = 2.0
+
+        def forward(self, x):
+            return x * self._scale * self.factor
+
+    model = Scaled()
+    compiled = ember.compile(model)
+    x = ember.ones(2)
+    compiled(x)
+    model._scale = 3.0
+    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    Scaled.factor = 5.0
+    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    assert compiled._compiled.captures == 3
+
+
 def test_another_profiler_is_left_in_place():
     """Globals are found with sys.setprofile while tracing; a profiler already installed keeps running."""
     import sys
@@ -554,6 +648,24 @@ def test_one_time_setup_writes_are_retried_once():
     for _ in range(4):
         every(ember.ones(2))
     assert len(CALL_LOG) == 4 and every.captures == 2 and all(entry.eager for entry in every.cache.values())
+
+
+STATS = {"calls": 0}
+
+
+def test_a_settings_dict_the_function_writes_runs_eagerly_without_recompiles():
+    """A small global dict is guarded by content, but one the function updates every call (a counter) is
+    keyed by identity once seen written: the call runs eagerly, not recaptured until the recompile limit."""
+    def counts(x):
+        STATS["calls"] += 1
+        return x * 2
+
+    compiled = ember.compile(counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            compiled(ember.ones(2))
+    assert STATS["calls"] == 12 and compiled.captures == 2 and compiled.recompiles == 0
 
 
 CALL_LOG: list = []
