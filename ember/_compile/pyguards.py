@@ -282,13 +282,26 @@ class Watcher:
 
     @staticmethod
     def _closure(frame) -> list:
-        """(name, cell) for the closure of the function running in `frame`.  A frame does not name its function,
-        so it is found among the referrers of its code (once per code per capture): the function whose cells
-        hold exactly the frame's free variables; if several closures of one code match, all are guarded."""
+        """(name, cell) for the closure of the function running in `frame`, if any of its free variables holds
+        something guarded or write-tracked.  A frame does not name its function, so it is looked up among the
+        caller's locals and globals, else among the referrers of its code (a scan of every object: ~30 ms with
+        torch imported, so only when needed): the function whose cells hold exactly the frame's free variables;
+        if several closures of one code match, all are guarded."""
         code = frame.f_code
         values = frame.f_locals
+        if not any(_guarded(v) or _state(v) is not None
+                   for v in (values.get(name, _MISSING) for name in code.co_freevars) if v is not _MISSING):
+            return []
+        caller = frame.f_back
+        candidates = []
+        for namespace in (caller.f_locals, caller.f_globals) if caller is not None else ():
+            for v in namespace.values():  # plain type checks: no getattr on arbitrary (lazy) objects
+                if type(v) is types.MethodType:
+                    v = v.__func__
+                if type(v) is types.FunctionType and v.__code__ is code:
+                    candidates.append(v)
         out = []
-        for function in gc.get_referrers(code):
+        for function in candidates or gc.get_referrers(code):
             if type(function) is not types.FunctionType or function.__code__ is not code or not function.__closure__:
                 continue
             pairs = list(zip(code.co_freevars, function.__closure__))
