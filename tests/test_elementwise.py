@@ -224,3 +224,11 @@ def test_promoted_values_match():
     for case in cases:
         expected = case(torch)
         compare(case(ember), expected, str(expected.dtype).split(".")[-1])
+
+
+def test_pow_of_a_negative_scalar_base_has_a_nan_gradient_as_torch():
+    """(-2.0) ** t: log(-2) is nan in torch's backward; ember's raised math's domain error."""
+    for lib in (ember, torch):
+        t = lib.tensor([0.5, 2.0], requires_grad=True)
+        ((-2.0) ** t).sum().backward()
+        assert np.isnan(t.grad.numpy()).all()

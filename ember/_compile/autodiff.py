@@ -130,7 +130,9 @@ def _reduce_rule(b: KernelBuilder, node, grad, env, extras):
     source = extras[id(node)]["source"]
     chosen = b.op("eq", source, env[id(node.results[0])][0])
     count = b.reduce("sum", chosen, False)
-    return b.op("where", chosen, b.op("div", grad, count), b.lit(0.0))
+    # g / count * chosen, not where(): a row whose max is nan has no chosen element, and eager's
+    # g * mask / count gives it 0 / 0 = nan everywhere (as torch)
+    return b.op("mul", b.op("div", grad, count), chosen)
 
 
 def _layer_norm_rule(b: KernelBuilder, node, grad, env, extras, contribute):

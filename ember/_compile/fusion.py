@@ -147,29 +147,36 @@ def _space_of(node: Node, kind: str):
 def _fits(group: FusionGroup, node: Node, kind: str, depends) -> bool:
     if node.grad_enabled != group.grad_enabled or node.results[0].dtype is not group.dtype:
         return False
+    if not _levels_fit(group, node, kind):
+        return False
+    for arg in _tensor_args(node):
+        if not group.produces(arg) and depends(arg, group):
+            return False
+    return True
+
+
+def _levels_fit(group: FusionGroup, node: Node, kind: str) -> bool:
+    """Whether the kernel can index each of the node's args at its level: a reduction reads a full value; a
+    pointwise op at row level reads rows; one at element level may read a row value only as L + (1,) (a
+    keepdim result) -- a row value of shape L (`x.sum(-1)`) broadcasts along the *last* dim, not per row."""
     if kind in ("reduce", "composite"):
         source = node.args[0]
         if group.level_of(source.shape) != "elem" or source.shape != group.full_shape:
             return False
-        if kind == "reduce" and group.K == 1:
-            return False
-    else:
-        level = group.level_of(node.results[0].shape)
-        if level is None:
-            return False
-        for arg in _tensor_args(node):
-            if group.produces(arg):
-                arg_level = group.level_of(arg.shape)
-                if arg_level is None:
-                    return False
-                if level == "row" and arg_level != "row":
-                    return False
-                if level == "elem" and arg_level == "row" and arg.shape != group.L + (1,):
-                    return False
-            elif level == "row" and math.prod(arg.shape) != 1 and arg.shape not in (group.L + (1,), group.L):
-                return False
+        return not (kind == "reduce" and group.K == 1)
+    level = group.level_of(node.results[0].shape)
+    if level is None:
+        return False
     for arg in _tensor_args(node):
-        if not group.produces(arg) and depends(arg, group):
+        if group.produces(arg):
+            arg_level = group.level_of(arg.shape)
+            if arg_level is None:
+                return False
+            if level == "row" and arg_level != "row":
+                return False
+            if level == "elem" and arg_level == "row" and arg.shape != group.L + (1,):
+                return False
+        elif level == "row" and math.prod(arg.shape) != 1 and arg.shape not in (group.L + (1,), group.L):
             return False
     return True
 
@@ -282,6 +289,11 @@ def _mergeable(a: FusionGroup, b: FusionGroup, depends) -> bool:
         for arg in _tensor_args(node):
             if not merged.produces(arg) and depends(arg, merged):
                 return False
+        # an edge between the two groups must be readable at its level too (a node that _fits refused to
+        # take into a group, which then seeded its own, is not merged back: `s = x.sum(-1); s + x`)
+        kind = kind_of(node)
+        if kind is not None and not _levels_fit(merged, node, kind):
+            return False
     return True
 
 

@@ -183,8 +183,10 @@ def _d_max(d, g, a, out, p, chooses_self):
 
 def _d_abs(d, g, a, out, p):
     x = a[0]
-    sign = _where(d, d.op("gt", x, d.lit(0.0)), d.lit(1.0), _where(d, d.op("lt", x, d.lit(0.0)), d.lit(-1.0), x))
-    return [d.op("mul", g, sign)]  # sgn(x): x itself at 0 and nan, as special_math.sgn
+    zero_or_nan = _where(d, d.op("eq", x, x), x, d.lit(0.0))  # ±0 keeps its sign, nan gives 0 (torch's sign)
+    sign = _where(d, d.op("gt", x, d.lit(0.0)), d.lit(1.0), _where(d, d.op("lt", x, d.lit(0.0)), d.lit(-1.0),
+                                                                   zero_or_nan))
+    return [d.op("mul", g, sign)]  # as special_math.sgn
 
 
 def _d_lerp(d, g, a, out, p):

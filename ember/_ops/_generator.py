@@ -21,6 +21,13 @@ _MAGIC = b"EMBERPCG"
 _STATE_FORMAT = "<8sQ16s16sBI"  # magic, initial seed, PCG state, PCG increment, has_uint32, uinteger
 
 
+def _not_under_capture(what: str) -> None:
+    """Reseeding inside a function ember.compile captures is Python state a replay would skip: a graph break."""
+    tracer = _dispatch.tracer
+    if tracer is not None:
+        tracer.graph_break(f"{what}() inside the compiled function: a replay would not reseed the generator")
+
+
 class Generator:
     """torch.Generator: an independent random stream with its own seed and state (NOTE [ Random streams ])."""
 
@@ -47,6 +54,7 @@ class Generator:
 
     def manual_seed(self, seed) -> Generator:
         """Reseed the stream; negative seeds wrap to 64 bits as in torch."""
+        _not_under_capture("manual_seed")
         if not isinstance(seed, numbers.Integral):
             raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = int(seed)
@@ -78,6 +86,7 @@ class Generator:
 
     def set_state(self, new_state) -> Generator:
         """Restore a state from get_state: the stream continues exactly from where it was saved."""
+        _not_under_capture("set_rng_state")
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not dt.uint8:

@@ -9,6 +9,7 @@ convention (conjugate Wirtinger), hence the `conj` calls.
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -560,8 +561,12 @@ def _pow_backward(ctx, g):
         if isinstance(base, Tensor):
             grad_exponent = where((base == 0) & (exponent >= 0) if isinstance(exponent, Tensor) else (base == 0),
                                   0.0, g * _conj(result * base.log()))
-        else:
-            grad_exponent = g * _conj(result * math.log(base)) if base != 0 else _zeros_like(g)
+        elif base == 0:
+            grad_exponent = _zeros_like(g)
+        elif isinstance(base, complex) or exponent.is_complex():
+            grad_exponent = g * _conj(result * cmath.log(base))
+        else:  # a negative real base: log is nan, as torch's std::log (math.log raised)
+            grad_exponent = g * _conj(result * (math.log(base) if base > 0 else math.nan))
     return grad_base, grad_exponent
 
 

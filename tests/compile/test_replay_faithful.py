@@ -213,3 +213,48 @@ def test_an_input_written_and_returned_is_the_input():
     for _ in range(3):
         x = ember.zeros(2)
         assert compiled(x) is not x
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x * 2).sum(-1) + x,  # a (4,) sum broadcasts along the last dim, not per row
+    lambda x: x.exp() + x.exp().sum(-1),
+    lambda x: F.softmax(x, -1) * x.mean(-1),
+    lambda x: x * 2 - (x * 2).amax(-1),
+    lambda x: x.sum(-1) * x.sum(-1, keepdim=True),
+], ids=["sum_plus", "exp_sum", "softmax_mean", "amax", "row_times_column"])
+def test_a_reduction_without_keepdim_is_not_read_per_row(fn):
+    """With N == K the shapes agree, but `x.sum(-1)` (shape L) indexes the last dim: merging its group into a
+    consumer's read it as a per-row value (forward and gradient wrong)."""
+    compiled = ember.compile(fn)
+    for _ in range(2):
+        x = ember.randn(4, 4, requires_grad=True)
+        weight = ember.arange(16.0).reshape(4, 4)
+        out, expected = compiled(x), fn(x)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-5)
+        grad, = ember.autograd.grad((out * weight).sum(), [x])
+        expected_grad, = ember.autograd.grad((expected * weight).sum(), [x])
+        np.testing.assert_allclose(grad.numpy(), expected_grad.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def test_abs_and_amax_gradients_at_nan_match_eager():
+    """abs' generated derivative gave nan at a nan input (eager and torch: sgn(nan) = 0); amax's gave 0 over a
+    row whose max is nan (eager and torch: nan)."""
+    for fn in (lambda x: (x * 2).abs() + x, lambda x: (x * 2).amax(-1) + 1):
+        compiled = ember.compile(fn)
+        for _ in range(2):
+            x = ember.tensor([[float("nan"), -1.0, 2.0], [1.0, 3.0, 3.0]], requires_grad=True)
+            grad, = ember.autograd.grad(compiled(x).sum(), [x])
+            expected, = ember.autograd.grad(fn(x).sum(), [x])
+            np.testing.assert_array_equal(grad.numpy(), expected.numpy())
+
+
+def test_manual_seed_inside_runs_eagerly():
+    def fn(x):
+        ember.manual_seed(5)
+        return F.dropout(x, 0.5, training=True)
+
+    compiled = ember.compile(fn)
+    x = ember.ones(32)
+    masks = [compiled(x).numpy().copy() for _ in range(3)]
+    for mask in masks:
+        np.testing.assert_array_equal(mask, fn(x).numpy())
