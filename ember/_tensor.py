@@ -362,10 +362,14 @@ class Tensor:
                 UserWarning,
                 stacklevel=2,
             )
+        if _dispatch.tracer is not None:  # ember.compile: a replay reads this call's gradient (Tracer.read_grad)
+            _dispatch.tracer.read_grad(self)
         return self._grad
 
     @grad.setter
     def grad(self, value) -> None:
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("setting .grad inside a compiled function: a replay would not")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
@@ -379,6 +383,8 @@ class Tensor:
 
     @grad.deleter
     def grad(self) -> None:
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.graph_break("deleting .grad inside a compiled function: a replay would not")
         self._grad = None
 
     @property

@@ -37,16 +37,14 @@ _all_compiled: weakref.WeakSet = weakref.WeakSet()
 _MISS = object()
 
 
-def _rng_state():
-    from .._ops import random as random_ops
-
-    return random_ops.default_generator._rng.bit_generator.state
+def _rng_state(generators) -> list:
+    """The states of the generators a chain's random ops draw from (each chain tried starts from them)."""
+    return [(generator, generator._bits.bit_generator.state) for generator in generators]
 
 
 def _set_rng_state(saved) -> None:
-    from .._ops import random as random_ops
-
-    random_ops.default_generator._rng.bit_generator.state = saved
+    for generator, bits in saved:
+        generator._bits.bit_generator.state = bits
 
 
 def _modules_in(module, args, kwargs) -> list:
@@ -77,14 +75,15 @@ class _Entry:
         self.eager = compiled is None
         self.breaks = list(breaks)
         self.retry = False  # a capture that wrote Python state: try once more before running eagerly for good
-        self.externals = externals  # (tensor, shape, dtype, requires_grad)
+        self.externals = externals  # (tensor, shape, dtype, requires_grad, owner): see _externals
         self.structure = structure
 
     def run_chains(self, tensors):
         """Try the chains (each from its start: their segments have no in-place writes, and the generator is
         rewound); _MISS when no chain's reads match this call's data (the caller recaptures)."""
         observed: list = []
-        saved = _rng_state() if any(c.random_ops for c in self.chains) else None
+        generators = {id(g): g for chain in self.chains for g in chain.generators}
+        saved = _rng_state(generators.values()) if generators else None
         for position, chain in enumerate(self.chains):
             if position and saved is not None:
                 _set_rng_state(saved)
@@ -97,9 +96,18 @@ class _Entry:
             _set_rng_state(saved)
         return _MISS
 
+    grad_reads = ()  # (tensor, whether its .grad was None at capture) for each .grad the function read
+
     def externals_ok(self) -> bool:
-        for tensor, shape, dtype, requires_grad in self.externals:
+        for tensor, shape, dtype, requires_grad, owner in self.externals:
+            if owner is not None:
+                tensor = owner._grad
+                if tensor is None:
+                    return False
             if tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad:
+                return False
+        for owner, was_none in self.grad_reads:
+            if (owner._grad is None) != was_none:
                 return False
         return True
 
@@ -132,10 +140,10 @@ class _Chain:
     Replay never re-runs the Python: it runs segment 1, compares the data the Python read at capture with the
     data now, and when equal (so the Python took the same path) runs segment 2, and so on."""
 
-    def __init__(self, segments, structure, random_ops) -> None:
+    def __init__(self, segments, structure, generators) -> None:
         self.segments = segments
         self.structure = structure
-        self.random_ops = random_ops
+        self.generators = generators  # those its random ops draw from (a user Generator too): rewound on a miss
 
     def run(self, tensors, observed: list):
         """The result, or None at the first read whose data differs (observed gets the data read so far)."""
@@ -344,7 +352,8 @@ class CompiledFunction:
                     return result
                 return self._recapture_chain(key, entry, args, kwargs)
             del self.cache[key]
-            reason, shape_only = "a parameter or closure tensor changed shape, dtype or requires_grad", False
+            reason, shape_only = ("a parameter or closure tensor changed shape, dtype or requires_grad, or a .grad "
+                                  "read became None or appeared"), False
         if self.generic and self.dynamic is not False and not self.gave_up:
             for pattern, generic_entry in self.generic:
                 env = symbolic.match(pattern, key)
@@ -433,9 +442,12 @@ class CompiledFunction:
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
         effects = pyguards.SideEffects(args, kwargs, modules)
+        entry_mode = state.enabled
         with tracer, pyguards.Watcher() as watcher:
             tracer.bind_inputs(args, kwargs)
             result = self._eager(args, kwargs)
+        if state.enabled != entry_mode:  # set_grad_enabled() inside: the replay leaves the mode as eager does
+            tracer.graphs[-1].exit_grad_enabled = state.enabled
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
         ok = tracer.finish(result)
@@ -493,7 +505,7 @@ class CompiledFunction:
             read = None if last else tracer.reads[number]
             segments.append(_Segment(CompiledGraph(graph, self.options), inputs[number],
                                      None if read is None else read[1], None if read is None else read[2]))
-        return _Chain(segments, graphs[-1].output.structure, tracer.random_ops)
+        return _Chain(segments, graphs[-1].output.structure, tuple(tracer.generators.values()))
 
     def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
@@ -510,6 +522,7 @@ class CompiledFunction:
             codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__} (split: the segments are "
                                                    f"compiled): {b}" for b in tracer.breaks), self.options)
             entry = _Entry(externals=_externals(tracer.graphs))
+            entry.grad_reads = tuple(tracer.grad_reads.values())
             entry.eager = False
             entry.chains = [self._chain(tracer)]
             self.cache[key] = entry
@@ -532,6 +545,7 @@ class CompiledFunction:
             if compiled is None:
                 compiled = CompiledGraph(graph, self.options)
             entry = _Entry(compiled, externals=_externals([graph]), structure=graph.output.structure)
+            entry.grad_reads = tuple(tracer.grad_reads.values())
             entry.signature = signature
             if pattern is not None:
                 self.generic.append((pattern, entry))
@@ -605,8 +619,10 @@ class CompiledFunction:
 
 
 def _externals(graphs) -> tuple:
-    return tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad)
-                 for graph in graphs for n in graph.nodes if n.kind == "external")
+    """(tensor, shape, dtype, requires_grad, owner): owner is the tensor whose .grad the external is (read
+    again at each call), else None."""
+    return tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad,
+                  getattr(n, "grad_of", None)) for graph in graphs for n in graph.nodes if n.kind == "external")
 
 
 def _autocast_state():
@@ -743,9 +759,14 @@ def disable(fn=None, recursive: bool = True):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         tracer = _dispatch.tracer
-        if tracer is not None:
-            tracer.graph_break(f"call to ember.compiler.disable'd function {getattr(fn, '__name__', fn)}")
-        return fn(*args, **kwargs)
+        if tracer is None:
+            return fn(*args, **kwargs)
+        tracer.graph_break(f"call to ember.compiler.disable'd function {getattr(fn, '__name__', fn)}")
+        previous, _dispatch.tracer = _dispatch.tracer, None  # explain keeps tracing: not these ops
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _dispatch.tracer = previous
 
     wrapper._ember_disabled = True
     return wrapper

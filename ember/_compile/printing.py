@@ -82,7 +82,12 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
     mode = getattr(graph, "entry_grad_enabled", True)
     for node in graph.nodes:
         if node.kind == "external":
-            namespace[node.results[0].name] = node.tensor
+            owner = getattr(node, "grad_of", None)
+            if owner is None:
+                namespace[node.results[0].name] = node.tensor
+            else:  # `p.grad` read in the function: this call's gradient, not the captured tensor (tracer.read_grad)
+                namespace[f"owner_{node.results[0].name}"] = owner
+                body.append(f"{node.results[0].name} = owner_{node.results[0].name}._grad")
         elif node.kind in ("call", "fused"):
             if node.grad_enabled != mode:
                 body.append(f"_state.enabled = {node.grad_enabled}")
@@ -127,13 +132,20 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
     body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
     if getattr(graph, "inference", False):  # the function entered inference_mode itself (tracer.finish)
         body.insert(0, "_state.inference = True")
-    uses_mode = any("_state." in line for line in body)
-    if uses_mode:
-        lines.append("    _entry = (_state.enabled, _state.inference)")
-        lines.append("    try:")
-        lines += ["        " + line for line in body]
-        lines.append("    finally:")
-        lines.append("        _state.enabled, _state.inference = _entry")
-    else:
-        lines += ["    " + line for line in body]
+    # The graph holds the casts autocast made at capture, so the replay runs with autocast's hook off (an
+    # `autocast(enabled=False)` region inside was cast again under an outer autocast); and it leaves grad mode
+    # as the capture's call did (`set_grad_enabled(False)` inside: eager keeps it off after the call).
+    exit_mode = getattr(graph, "exit_grad_enabled", None)
+    body.insert(0, f"_state.enabled = {getattr(graph, 'entry_grad_enabled', True)}")  # a later segment's start
+    lines.append("    _entry = (_state.enabled, _state.inference, _dispatch.autocast)")
+    lines.append("    _dispatch.autocast = None")
+    lines.append("    try:")
+    lines += ["        " + line for line in body]
+    lines.append("    finally:")
+    lines.append("        _state.enabled, _state.inference, _dispatch.autocast = _entry")
+    if exit_mode is not None:
+        lines.append(f"        _state.enabled = {exit_mode}")
+    from .. import _dispatch
+
+    namespace["_dispatch"] = _dispatch
     return "\n".join(lines) + "\n", namespace

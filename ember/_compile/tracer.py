@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import random
 import sys
 
 import numpy as np
@@ -128,6 +129,12 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
                         meta=lambda args, params: args[0].shape)
 
 
+def _host_random_state() -> tuple:
+    """Python's and NumPy's global random states (compared around a capture)."""
+    numpy_state = np.random.get_state(legacy=True)
+    return random.getstate(), numpy_state[1].tobytes(), numpy_state[2:]
+
+
 class Tracer:
     """Records op calls into graphs; see the module docstring."""
 
@@ -145,14 +152,16 @@ class Tracer:
         self.storages: dict = {}  # id(storage) -> (storage, expected version)
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
+        self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
+        self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read
         self.random_ops = 0
+        self.generators: dict = {}  # id -> the Generator a recorded random op drew from
         self.drawing = False  # inside a recorded random op (set by _dispatch.call, read by Generator._rng)
         self.untraced_draw = False  # a generator drew outside one: a factory such as randn ran untraced
         self.placeholders: list = []  # (path, Value)
         self.last_break_tensor = None
         self.ops_since_break = 0
         self.previous = None
-        self._rng_state = None
         self.tensor_of_value: dict = {}
         self.segment_nodes: set = set()
         self.index_notes: list = []  # (tensor or None, array): index arrays made from tensors (index_source)
@@ -172,6 +181,7 @@ class Tracer:
     def __enter__(self):
 
         self.previous = _dispatch.tracer
+        self._host_random = _host_random_state()
         _dispatch.tracer = self
         return self
 
@@ -285,6 +295,8 @@ class Tracer:
                 return
         if "generator" in params:
             self.random_ops += 1
+            generator = params["generator"]
+            self.generators[id(generator)] = generator
         node_args = tuple(self._resolve_arg(a) for a in args)
         if sources:
             extra = tuple(self.resolve(t) for t in sources)
@@ -339,10 +351,22 @@ class Tracer:
             self.graph_break("a view of a traced tensor was made outside ember's ops")
         node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
                                    path=_describe_external(tensor)))
+        owner = self.grad_owner.get(id(tensor))
+        if owner is not None and owner._grad is tensor:
+            node.grad_of = owner
+            node.path = f"{node.path} (.grad, read each call)"
         value = self.graph.make_values(node, [tensor])[0]
         self._track(tensor, value)
         self.internal_storage.setdefault(id(tensor._storage), value)  # (a parameter's detach, as an input's)
         return value
+
+    def read_grad(self, owner) -> None:
+        """`owner.grad` was read.  The gradient is an external read from `owner` at replay (a new tensor after
+        each backward with set_to_none), and whether it was None is guarded (`if p.grad is not None`)."""
+        grad = owner._grad
+        self.grad_reads.setdefault(id(owner), (owner, grad is None))
+        if grad is not None:
+            self.grad_owner[id(grad)] = owner
 
     def inplace(self, target, result) -> None:
         """Tensor._inplace_from wrote result's values into target: target now stands for result's value."""
@@ -407,6 +431,9 @@ class Tracer:
                     self.graph_break("a tensor was written in place outside ember's dispatch (out=, no-grad "
                                      "index assignment, .data=)")
                     break
+            if _host_random_state() != self._host_random:
+                self.graph_break("Python's or NumPy's global random generator drew during the call (random.random(), "
+                                 "np.random.rand()): a replay would repeat this call's decision")
             if self.untraced_draw:
                 self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
                                  "frozen into the graph")

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._dispatch import OpDef, call, device_module, keep
 from .._tensor import Tensor, wrap_dim
@@ -313,6 +314,11 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *, ou
     """Repeat each element (or slice along `dim`) `repeats` times; torch.repeat_interleave(r) alone gives indices."""
     from . import indexing
 
+    counted = input if repeats is None else repeats
+    if isinstance(counted, Tensor) and counted.ndim > 0 and _dispatch.tracer is not None:
+        # the counts are read on the host and set the result's size: a replay would keep this call's
+        _dispatch.tracer.graph_break("repeat_interleave() with tensor repeats: the result's shape depends on their "
+                                     "values")
     if repeats is None:  # repeat_interleave(repeats): arange(len) repeated
         counts = input
         _check_repeats_tensor(counts)

@@ -258,3 +258,113 @@ def test_manual_seed_inside_runs_eagerly():
     masks = [compiled(x).numpy().copy() for _ in range(3)]
     for mask in masks:
         np.testing.assert_array_equal(mask, fn(x).numpy())
+
+
+def test_grads_read_inside_are_this_calls():
+    """A hand-written SGD step reads p.grad: the gradient tensor is new after each backward (set_to_none), and
+    the graph held the first call's.  `if p.grad is not None` is guarded too."""
+    ember.manual_seed(0)
+    model, reference = nn.Linear(3, 2), nn.Linear(3, 2)
+    reference.load_state_dict(model.state_dict())
+
+    def make_step(net):
+        def step():
+            with ember.no_grad():
+                for p in net.parameters():
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-0.1)
+        return step
+
+    compiled, eager = ember.compile(make_step(model)), make_step(reference)
+    compiled()  # no gradients yet: a graph that does nothing
+    eager()
+    for i in range(4):
+        x = ember.randn(5, 3)
+        for net, step in ((model, compiled), (reference, eager)):
+            net.zero_grad(set_to_none=True)
+            net(x).pow(2).sum().backward()
+            step()
+        np.testing.assert_allclose(model.weight.detach().numpy(), reference.weight.detach().numpy(), rtol=1e-6)
+
+
+def test_grad_mode_and_autocast_set_inside_replay_as_eager():
+    def turns_grad_off(x):
+        ember.set_grad_enabled(False)
+        return x * 2
+
+    compiled = ember.compile(turns_grad_off)
+    try:
+        for _ in range(3):
+            ember.set_grad_enabled(True)
+            compiled(ember.ones(2))
+            assert not ember.is_grad_enabled()
+    finally:
+        ember.set_grad_enabled(True)
+
+    linear = nn.Linear(4, 4)
+
+    def full_precision(x):
+        with ember.autocast("cpu", enabled=False):
+            return linear(x)
+
+    compiled = ember.compile(full_precision)
+    x = ember.randn(2, 4)
+    for _ in range(3):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            out, expected = compiled(x), full_precision(x)
+        assert out.dtype == expected.dtype == ember.float32
+        np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+
+
+def test_host_decisions_break_the_graph():
+    """repeat_interleave with tensor repeats (its size read on the host) and Python's global random module
+    gave the first call's result on every replay."""
+    import random
+
+    compiled = ember.compile(lambda x, r: ember.repeat_interleave(x, r) * 2)
+    x = ember.tensor([1.0, 2.0, 3.0])
+    for repeats in ([1, 1, 1], [2, 0, 1], [0, 0, 4]):
+        r = ember.tensor(repeats)
+        np.testing.assert_array_equal(compiled(x, r).numpy(), (ember.repeat_interleave(x, r) * 2).numpy())
+
+    def coin(x):
+        return x + 1 if random.random() < 0.5 else x - 1
+
+    compiled = ember.compile(coin)
+    random.seed(0)
+    got = [compiled(ember.zeros(1)).item() for _ in range(8)]
+    random.seed(0)
+    assert got == [coin(ember.zeros(1)).item() for _ in range(8)]
+
+
+def test_a_user_generator_is_rewound_when_a_chain_misses():
+    generator = ember.Generator().manual_seed(0)
+    p = ember.full((6,), 0.5)
+
+    def fn(x):
+        mask = ember.bernoulli(p, generator=generator)
+        if x.sum() > 0:
+            return x + mask
+        return x - mask
+
+    compiled = ember.compile(fn)
+    for i in range(4):
+        x = ember.ones(6) * (1 if i % 2 == 0 else -1)
+        generator.manual_seed(123)
+        got, after = compiled(x).numpy(), ember.rand(1, generator=generator).item()
+        generator.manual_seed(123)
+        np.testing.assert_array_equal(got, fn(x).numpy())
+        assert after == ember.rand(1, generator=generator).item()
+
+
+def test_explain_does_not_record_disabled_functions():
+    @ember.compiler.disable
+    def helper(y):
+        return (y * 2).exp().cos()
+
+    def fn(x):
+        return helper(x.sin()).tanh() + 1
+
+    explained = ember.compiler.explain(fn)(ember.ones(3))
+    assert explained.graph_count == 2 and explained.graph_break_count == 1
+    assert [len(ops) for ops in explained.ops_per_graph] == [1, 2]
