@@ -152,6 +152,13 @@ def keep(args, params):
 # ---------------------------------------------------------------- dispatch
 
 
+def host_read(what: str) -> None:
+    """Library code is about to compute a result from tensor values on the host, outside an op (a quantized
+    kernel, matrix_rank's count): under graph capture that result would be a constant, so it is a break."""
+    if tracer is not None:
+        tracer.graph_break(f"{what}: computed from tensor values outside ember's ops, a replay would repeat it")
+
+
 def call(op: OpDef, args: tuple, params: dict = EMPTY):
     """Run one op call through the one dispatch path; see the module docstring."""
     if profiler is not None:

@@ -393,6 +393,8 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        if _dispatch.tracer is not None:  # a rebinding outside the ops: a replay would not do it
+            _dispatch.tracer.graph_break("setting .data inside a compiled function (vector_to_parameters)")
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device

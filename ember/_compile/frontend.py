@@ -657,7 +657,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     from ..nn.modules.module import Module
 
     if isinstance(model, Module):
-        return _make_optimized_module(model, CompiledFunction(model._call_impl, **settings))
+        compiled = CompiledFunction(model._call_impl, **settings)
+        compiled.settings = settings  # for pickling the OptimizedModule (it compiles again when loaded)
+        return _make_optimized_module(model, compiled)
     if not callable(model):
         raise RuntimeError("ember.compile: model must be callable (a function or an nn.Module)")
     return CompiledFunction(model, **settings)
@@ -683,7 +685,15 @@ def _optimized_module_class():
             except AttributeError:
                 return getattr(self._modules["_orig_mod"], name)
 
+        def __reduce__(self):
+            # as torch's: pickled as the original module and the compile settings; loading compiles it again
+            return _compile_module, (self._orig_mod, self._compiled.settings)
+
     return OptimizedModule
+
+
+def _compile_module(module, settings: dict):
+    return compile(module, **settings)
 
 
 _optimized_module: list = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._backends import MetaArray, pinned_empty, to_device, to_host
 from .._backends import is_pinned as _backend_is_pinned
@@ -96,8 +97,10 @@ def _move(tensor: Tensor, device) -> Tensor:
     elif isinstance(array, MetaArray):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     elif device.type == "cpu":
+        _dispatch.host_read("a copy between devices")  # not an op: a capture would keep this call's copy
         moved = to_host(array)
     else:
+        _dispatch.host_read("a copy between devices")
         moved = to_device(array, device)  # non_blocking is accepted; copies are synchronous (see docs/cuda.md)
     out = Tensor._make(moved, tensor._dtype, device)
     if tensor._requires_grad:

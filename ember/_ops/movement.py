@@ -315,10 +315,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *, ou
     from . import indexing
 
     counted = input if repeats is None else repeats
-    if isinstance(counted, Tensor) and counted.ndim > 0 and _dispatch.tracer is not None:
-        # the counts are read on the host and set the result's size: a replay would keep this call's
-        _dispatch.tracer.graph_break("repeat_interleave() with tensor repeats: the result's shape depends on their "
-                                     "values")
+    if isinstance(counted, Tensor) and counted.ndim > 0:  # the counts, read on the host, set the result's size
+        _dispatch.host_read("repeat_interleave() with tensor repeats")
     if repeats is None:  # repeat_interleave(repeats): arange(len) repeated
         counts = input
         _check_repeats_tensor(counts)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dispatch, _runtime
 from .. import _dtype as dt
-from .. import _runtime
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export
 
@@ -104,6 +104,7 @@ def _dequantize_array(integers: np.ndarray, scale, zero_point) -> np.ndarray:
 
 
 def _make_quantized(integers: np.ndarray, dtype: dt.dtype, qparams: QParams) -> Tensor:
+    _dispatch.host_read("a quantized tensor")
     out = Tensor._make(integers, dtype)
     out._qparams = qparams
     return out
@@ -190,6 +191,7 @@ def _expect_scheme(qparams: QParams, per_channel: bool) -> None:
 
 
 def _dequantized_values(tensor: Tensor) -> np.ndarray:
+    _dispatch.host_read("dequantize")
     qparams = tensor._qparams
     if qparams.axis is None:
         return _dequantize_array(tensor._data, qparams.scale, qparams.zero_point)
@@ -332,6 +334,7 @@ def linear_dynamic(input: Tensor, weight: Tensor, bias: Tensor | None, reduce_ra
     """torch.ops.quantized.linear_dynamic on x86: input float32 (..., in), weight quantized qint8 (out, in)."""
     if input._dtype is not dt.float32:
         raise RuntimeError(f"expected float32 input for a dynamic quantized linear, got {input._dtype}")
+    _dispatch.host_read("a dynamic quantized linear")
     values = input._data
     if values.size:
         scale, zero_point = choose_quantization_params(float(values.min()), float(values.max()), 0, 255,

@@ -9,6 +9,7 @@ the sign (phase) of singular and eigen vectors is arbitrary, as in LAPACK.
 
 from __future__ import annotations
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import Tensor
@@ -337,6 +338,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
 
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    _dispatch.host_read("linalg.matrix_rank")
     xp = device_module(A.device)
     m, n = A.shape[-2:]
     limit = _tolerance(xp, S._data, _value(atol), _value(rtol), m, n)

@@ -278,7 +278,7 @@ def test_grads_read_inside_are_this_calls():
     compiled, eager = ember.compile(make_step(model)), make_step(reference)
     compiled()  # no gradients yet: a graph that does nothing
     eager()
-    for i in range(4):
+    for _ in range(4):
         x = ember.randn(5, 3)
         for net, step in ((model, compiled), (reference, eager)):
             net.zero_grad(set_to_none=True)
@@ -368,3 +368,53 @@ def test_explain_does_not_record_disabled_functions():
     explained = ember.compiler.explain(fn)(ember.ones(3))
     assert explained.graph_count == 2 and explained.graph_break_count == 1
     assert [len(ops) for ops in explained.ops_per_graph] == [1, 2]
+
+
+def test_data_rebinding_inside_runs_eagerly():
+    """`p.data = p.data * 0.5` (nn.utils.vector_to_parameters does the same) swaps the array outside the ops:
+    only the capturing call did it."""
+    ember.manual_seed(0)
+    model, reference = nn.Linear(2, 2), nn.Linear(2, 2)
+    reference.load_state_dict(model.state_dict())
+
+    def decay(net):
+        vector = nn.utils.parameters_to_vector(net.parameters())
+        nn.utils.vector_to_parameters(vector * 0.5, net.parameters())
+        return vector.sum()
+
+    compiled = ember.compile(decay)
+    for _ in range(4):
+        np.testing.assert_allclose(compiled(model).item(), decay(reference).item(), rtol=1e-6)
+        np.testing.assert_array_equal(model.weight.detach().numpy(), reference.weight.detach().numpy())
+
+
+def test_host_computed_results_break_the_graph():
+    """A dynamic quantized Linear and matrix_rank compute their results from the input's values outside the
+    ops: the first call's result was a constant of the graph."""
+    from ember.ao.quantization import quantize_dynamic
+
+    ember.manual_seed(0)
+    quantized = quantize_dynamic(nn.Sequential(nn.Linear(8, 4)), {nn.Linear}, dtype=ember.qint8)
+    compiled = ember.compile(quantized)
+    x = ember.randn(2, 8)
+    for scale in (1.0, 2.0, 3.0):
+        np.testing.assert_array_equal(compiled(x * scale).numpy(), quantized(x * scale).numpy())
+    rank = ember.compile(lambda a: ember.linalg.matrix_rank(a * 1.0) + 0)
+    for matrix in (ember.eye(3), ember.ones(3, 3), ember.diag(ember.tensor([1.0, 1.0, 0.0]))):
+        assert rank(matrix).item() == ember.linalg.matrix_rank(matrix).item()
+
+
+def test_compiled_modules_pickle_as_torch(tmp_path):
+    """Module.compile()'s graphs are not saved; an OptimizedModule saves as its module and settings."""
+    ember.manual_seed(0)
+    x = ember.randn(4, 3)
+    in_place = nn.Linear(3, 2)
+    in_place.compile()
+    wrapped = ember.compile(nn.Linear(3, 2), dynamic=False)
+    for model in (in_place, wrapped):
+        model(x)
+        path = tmp_path / "model.pt"
+        ember.save(model, path)
+        loaded = ember.load(path, weights_only=False)
+        np.testing.assert_allclose(loaded(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert type(loaded).__name__ == "OptimizedModule" and loaded._compiled.dynamic is False

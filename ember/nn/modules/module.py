@@ -463,7 +463,9 @@ class Module(StateDictMixin):
 
     # ------------------------------------------------------------ attributes
     def __getstate__(self):
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)  # Module.compile()'s graphs: not saved, as in torch
+        return state
 
     def __setstate__(self, state) -> None:
         self.__dict__.update(state)
