@@ -219,6 +219,7 @@ class CompiledFunction:
         owner = _owner_of(fn)
         self._owner_name = type(owner).__name__
         self._owner_inputs = getattr(owner, "_compile_inputs", None)
+        self._owner = owner if self._owner_inputs is not None else None
         self._owner_guard = getattr(owner, "_compile_guard", None)
         # Python values a capture bakes in (pyguards): the closure's scalar and tensor cells, and the scalar and
         # tensor globals user code read during captures, found as they happen (the key's last element)
@@ -439,6 +440,7 @@ class CompiledFunction:
         if not validating:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
+        tracer.owner = self._owner
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
         effects = pyguards.SideEffects(args, kwargs, modules)

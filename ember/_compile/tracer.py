@@ -152,6 +152,7 @@ class Tracer:
         self.storages: dict = {}  # id(storage) -> (storage, expected version)
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
+        self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
         self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
         self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read
         self.random_ops = 0

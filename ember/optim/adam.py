@@ -192,7 +192,8 @@ class Adamax(GroupwiseOptimizer):
         exp_avgs.lerp_(grads, 1 - beta1)
         maximum_(exp_infs.mul_(beta2), grads.abs().add_(group["eps"]))
         if is_compiling():  # the step size stays a tensor op of the step counter (see Adam._update)
-            params.add_(exp_avgs.div(exp_infs).mul_([-lr / (1 - beta1**step) for step in steps]))
+            dtype = exp_avgs[0].dtype  # in float64, as eager's Python floats (Adam._update)
+            params.add_(exp_avgs.div(exp_infs).mul_([(-lr / (1 - beta1 ** step.double())).to(dtype) for step in steps]))
             return
         step_sizes = [value_of(-lr / (1 - beta1**step)) for step in steps.items()]
         params.addcdiv_(exp_avgs, exp_infs, value=step_sizes)

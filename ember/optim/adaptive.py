@@ -149,7 +149,8 @@ class Adagrad(GroupwiseOptimizer):
         sums.addcmul_(grads, grads, value=1)
         std = sums.sqrt().add_(group["eps"])
         if is_compiling():  # the step size stays a tensor op of the step counter (see Adam._update)
-            params.add_(grads.div(std).mul_([-lr / (1 + (step - 1) * lr_decay) for step in steps]))
+            dtype = sums[0].dtype  # in float64, as eager's Python floats (Adam._update)
+            params.add_(grads.div(std).mul_([(-lr / (1 + (step.double() - 1) * lr_decay)).to(dtype) for step in steps]))
             return
         step_sizes = [value_of(-lr / (1 + (step - 1) * lr_decay)) for step in steps.items()]
         params.addcdiv_(grads, std, value=step_sizes)

@@ -13,6 +13,7 @@ from math import inf
 from typing import Any, Literal, SupportsFloat
 from weakref import ref
 
+from .. import _dispatch
 from .._tensor import Tensor
 from .optimizer import Optimizer
 from .optimizer import to_scalar as _to_scalar
@@ -70,6 +71,13 @@ def _update_param_group_val(param_group: dict[str, Any], key: str, val: float | 
     else:
         param_group[key] = val
 
+
+
+def _python_state_step(what: str) -> None:
+    """A step that updates Python state (epoch counters, param_groups' lr) inside a function ember.compile
+    captures: a replay would skip it, so it is a graph break (the call runs eagerly)."""
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.graph_break(f"{what} inside a compiled function: its Python state would not be replayed")
 
 class LRScheduler:
     _get_lr_called_within_step: bool = False
@@ -144,6 +152,7 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
+        _python_state_step("an lr scheduler's step()")
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn(
@@ -499,6 +508,7 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:
+        _python_state_step("an lr scheduler's step()")
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -681,6 +691,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics: SupportsFloat, epoch=None) -> None:
+        _python_state_step("an lr scheduler's step()")
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

@@ -22,6 +22,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import is_grad_enabled, set_grad_enabled
 from .._autograd.hooks import RemovableHandle
@@ -189,6 +190,12 @@ class Optimizer:
         def wrapper(self, *args, **kwargs):
             if self.__dict__.get("_in_hooked_step"):
                 return step(self, *args, **kwargs)
+            tracer = _dispatch.tracer
+            if tracer is not None and tracer.owner is not self:
+                # a compiled function that calls opt.step(): its grads, state and lr would be constants of the
+                # graph (only `ember.compile(opt.step)` passes them as inputs and guards the hyperparameters)
+                tracer.graph_break("optimizer.step() called inside a compiled function (compile optimizer.step "
+                                   "itself to capture it)")
             for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
                 result = pre_hook(self, args, kwargs)
                 if result is not None:

@@ -273,3 +273,43 @@ def test_float64_scalar_chain_inside_a_float32_kernel(printer):
     scale = np.float32(-0.01 / (1 - 0.999 ** 3.0))  # the float64 value rounded once
     # (the C compiler may contract x * scale + 1 into one fma: within an ulp, not always equal)
     np.testing.assert_allclose(out.numpy(), x.numpy() * scale + np.float32(1), rtol=1.3e-6, atol=1e-7)
+
+
+def test_a_function_calling_optimizer_step_runs_it_eagerly():
+    """torch's tutorial pattern `@compile def fn(): opt.step(); sched.step()`: only `compile(opt.step)` passes
+    the grads, state and lr in; a function calling step() froze the first call's grad (SGD momentum buffer 1.0
+    where eager has 5.61) and the lr.  It is a graph break now, so it matches eager."""
+    results = []
+    for compiled in (True, False):
+        p = ember.nn.Parameter(ember.ones(3))
+        opt = ember.optim.SGD([p], lr=0.1, momentum=0.9)
+        sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+        def fn():
+            opt.step()
+            sched.step()
+
+        step = ember.compile(fn) if compiled else fn
+        for i in range(3):
+            p.grad = ember.full((3,), float(i + 1))
+            step()
+        results.append((p.detach().numpy().copy(), opt.state[p]["momentum_buffer"].numpy().copy(),
+                        opt.param_groups[0]["lr"]))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert results[0][2] == results[1][2]
+
+
+@pytest.mark.parametrize("name", ["Adamax", "Adagrad"])
+def test_float64_step_sizes_are_float64_when_compiled(name):
+    params = []
+    for compiled in (True, False):
+        ember.manual_seed(0)
+        p = ember.nn.Parameter(ember.ones(4, dtype=ember.float64))
+        opt = getattr(ember.optim, name)([p], lr=0.05)
+        step = ember.compile(opt.step) if compiled else opt.step
+        for i in range(5):
+            p.grad = ember.full((4,), 0.1 * (i + 1), dtype=ember.float64)
+            step()
+        params.append(p.detach().numpy().copy())
+    np.testing.assert_allclose(params[0], params[1], rtol=1e-15, atol=1e-15)
