@@ -145,6 +145,8 @@ class Tensor:
         self._grad_fn = None
         self._base = None
         self._output_nr = 0
+        if _dispatch.tracer is not None and storage is None and getattr(array, "base", None) is None:
+            _dispatch.tracer.created[id(self)] = self  # new memory made during a capture: local to each call
         return self
 
     @staticmethod

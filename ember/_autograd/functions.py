@@ -65,9 +65,20 @@ def _roots(outputs: tuple) -> list:
     return roots
 
 
+def _not_captured(what: str) -> None:
+    """A backward pass inside a function ember.compile captures is a graph break, as in torch's dynamo: the
+    engine accumulates gradients into raw buffers and rebuilds saved outputs outside the ops, which a graph
+    cannot replay (a third gradient contribution was lost; create_graph results lost their history)."""
+    from .. import _dispatch
+
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.graph_break(f"{what} inside a compiled function")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves) into the leaves' .grad."""
+    _not_captured("autograd.backward()")
     outputs = _as_tuple(tensors)
     grad_outputs = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
     if retain_graph is None:
@@ -113,6 +124,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False, only_inputs=True,
          allow_unused=None, is_grads_batched: bool = False, materialize_grads: bool = False):
     """Return d(outputs)/d(inputs) without touching .grad."""
+    _not_captured("autograd.grad()")
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if allow_unused is None:

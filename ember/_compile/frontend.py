@@ -265,9 +265,9 @@ class CompiledFunction:
             if isinstance(value, Tensor):
                 values.append(value._data.shape)
                 add_label(f"{path}.shape")
-                values.append((value._dtype, value._device, value._requires_grad, aliases.setdefault(id(value),
-                                                                                                      len(aliases))))
-                add_label(f"{path} dtype/device/requires_grad/aliasing")
+                values.append((value._dtype, value._device, value._requires_grad,
+                               aliases.setdefault(id(value), len(aliases)), _layout(value._data)))
+                add_label(f"{path} dtype/device/requires_grad/aliasing/layout")
             elif isinstance(value, (tuple, list)):
                 values.append((type(value), len(value)))
                 add_label(f"{path} length")
@@ -634,6 +634,13 @@ def _autocast_state():
         return ("on", autocast_mode.get_autocast_dtype("cpu"), autocast_mode.get_autocast_dtype("cuda"))
     except Exception:  # noqa: BLE001 - an amp without these getters still guards on/off
         return ("on",)
+
+
+def _layout(array):
+    """None for a C-contiguous array, else its strides: a reshape captured as a view of a contiguous input
+    cannot replay on a strided one (nanoGPT's generate() crops its context to `idx[:, -block:]`)."""
+    flags = getattr(array, "flags", None)
+    return None if flags is None or flags.c_contiguous else array.strides
 
 
 def _short(value) -> str:

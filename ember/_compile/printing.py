@@ -73,6 +73,14 @@ def graph_code(graph: Graph) -> str:
     return "\n".join(lines)
 
 
+def _fresh(tensor):
+    from .._tensor import Tensor
+
+    out = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
+    out._requires_grad = tensor._requires_grad
+    return out
+
+
 def runner_source(graph: Graph) -> tuple[str, dict]:
     """Python source of `run(p0, p1, ...) -> tuple of output tensors`, and the globals it needs."""
     placeholders = [n for n in graph.nodes if n.kind == "placeholder"]
@@ -129,7 +137,10 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
 
         namespace["_bind"] = bind
     outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
-    body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
+    made = {v.name for v in outputs if v.node.kind == "external" and getattr(v.node, "created", False)}
+    if made:  # a tensor made in the function and returned as made: each call returns its own (tracer.resolve)
+        namespace["_fresh"] = _fresh
+    body.append(f"return ({''.join((f'_fresh({v.name})' if v.name in made else v.name) + ', ' for v in outputs)})")
     if getattr(graph, "inference", False):  # the function entered inference_mode itself (tracer.finish)
         body.insert(0, "_state.inference = True")
     # The graph holds the casts autocast made at capture, so the replay runs with autocast's hook off (an

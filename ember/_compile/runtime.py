@@ -70,6 +70,7 @@ def split_linear_bias(graph: Graph) -> None:
         node.results = [product]
         out.node, out.index = add, 0
         add.results = [out]
+        add.results_original = [out]  # (CompiledGraph set the others' before fusion; recompute_backward reads it)
         nodes.append(add)
     graph.nodes = nodes
 

@@ -23,6 +23,7 @@ import linecache
 import os
 import random
 import sys
+import weakref
 
 import numpy as np
 
@@ -153,6 +154,7 @@ class Tracer:
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
+        self.created = weakref.WeakValueDictionary()  # id -> tensor made during the capture (Tensor._make)
         self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
         self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read
         self.random_ops = 0
@@ -352,6 +354,14 @@ class Tracer:
             self.graph_break("a view of a traced tensor was made outside ember's ops")
         node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
                                    path=_describe_external(tensor)))
+        if self.created.get(id(tensor)) is tensor:
+            # made in the function (zeros, empty_like): a constant of the graph, kept as its value now, before any
+            # in-place write of this call; writes to it are the call's own (`inplace`), and a replay returns a
+            # copy of it, never one object shared by calls (`buf = zeros(...); buf[0] = x; return buf`)
+            node.created = True
+            node.tensor = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
+            node.tensor._requires_grad = tensor._requires_grad
+            node.path = "a tensor made in the function"
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:
             node.grad_of = owner
@@ -378,6 +388,10 @@ class Tracer:
             return
         new = self.resolve(result)
         old = self.value_of.get(id(target))
+        if old is not None and getattr(old.node, "created", False):  # a write to the call's own tensor
+            self.value_of[id(target)] = new
+            self.storages.setdefault(id(target._storage), [target._storage, 0])[1] = target._storage.version
+            return
         if id(target) in self.mutated:
             self.mutated[id(target)][1:] = [new, state.enabled]  # a later write to the same input: keep the last
         elif old is None or old.node.kind in ("placeholder", "external"):

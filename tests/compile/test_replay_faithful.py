@@ -418,3 +418,85 @@ def test_compiled_modules_pickle_as_torch(tmp_path):
         loaded = ember.load(path, weights_only=False)
         np.testing.assert_allclose(loaded(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
     assert type(loaded).__name__ == "OptimizedModule" and loaded._compiled.dynamic is False
+
+
+def test_a_strided_input_does_not_replay_a_contiguous_inputs_views():
+    """nanoGPT's generate() crops `idx[:, -block:]`: same shape as the contiguous context before, but a reshape
+    captured as a view cannot replay on it (it raised)."""
+    compiled = ember.compile(lambda x: x.reshape(-1) * 2)
+    full = ember.arange(34.0).view(2, 17)
+    compiled(full[:, :16].contiguous())
+    cropped = full[:, 1:]
+    np.testing.assert_array_equal(compiled(cropped).numpy(), (cropped.reshape(-1) * 2).numpy())
+
+
+def test_tensors_made_inside_are_each_calls_own():
+    """`buf = zeros(...); buf[0] = x; return buf` returned one object shared by every call (earlier results were
+    overwritten), and a dropout mask buffer written in place broke a second call's backward."""
+    compiled = ember.compile(lambda x: _fill_row(x))
+    first = compiled(ember.ones(3))
+    first = compiled(ember.ones(3))
+    second = compiled(ember.full((3,), 5.0))
+    assert first is not second
+    np.testing.assert_array_equal(first.numpy(), [[1, 1, 1], [0, 0, 0]])
+    assert compiled(ember.ones(3)) is not compiled(ember.ones(3))
+    made = ember.compile(lambda: ember.zeros(2))
+    made().add_(1)
+    np.testing.assert_array_equal(made().numpy(), [0.0, 0.0])
+
+    weight = ember.randn(3, requires_grad=True)
+
+    def rows(x):
+        buf = ember.zeros(2, 3)
+        buf[0] = x * weight
+        buf[1] = x + weight
+        return buf
+
+    compiled_rows = ember.compile(rows)
+    for i in range(3):
+        compiled_rows(ember.ones(3) * (i + 1)).sum().backward()
+    np.testing.assert_array_equal(weight.grad.numpy(), np.full(3, 9.0, np.float32))
+
+    w = ember.randn(10, 16, requires_grad=True)
+    dropped = ember.compile(lambda x: F.dropout(x @ w, 0.3, training=True).sum())
+    for _ in range(2):
+        (dropped(ember.randn(12, 10)) + dropped(ember.randn(12, 10))).backward()
+
+
+def _fill_row(x):
+    buf = ember.zeros(2, 3)
+    buf[0] = x
+    return buf
+
+
+def test_autograd_grad_inside_runs_eagerly():
+    """autograd.grad inside a compiled function (a gradient penalty, MAML): the engine adds into raw gradient
+    buffers and rebuilds saved outputs outside the ops, so the replay lost a third contribution (sin + cos +
+    exp gave 1.88 where eager gives 2.42) and create_graph's history.  As in torch's dynamo, a graph break."""
+    def three_paths(x):
+        (gx,) = ember.autograd.grad((x.sin() + x.cos() + x.exp()).sum(), x)
+        return gx
+
+    def penalty(x):
+        (g,) = ember.autograd.grad(ember.tanh(x).sum(), x, create_graph=True)
+        return (g ** 2).sum()
+
+    for fn in (three_paths, penalty):
+        compiled = ember.compile(fn)
+        for value in (1.0, 2.0, 0.5):
+            x = ember.full((3,), value, dtype=ember.float64, requires_grad=True)
+            out, expected = compiled(x), fn(x)
+            np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+            assert out.requires_grad == expected.requires_grad
+
+
+def test_double_backward_through_a_compiled_linear_with_bias():
+    """The split bias add had no results_original: recompute_backward raised AttributeError."""
+    linear = nn.Linear(3, 4)
+    compiled = ember.compile(lambda x: ember.tanh(linear(x)))
+    x = ember.randn(2, 3, requires_grad=True)
+    for _ in range(2):
+        (g,) = ember.autograd.grad(compiled(x).sum(), x, create_graph=True)
+        (expected,) = ember.autograd.grad(ember.tanh(linear(x)).sum(), x, create_graph=True)
+        np.testing.assert_allclose(g.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+        g.sum().backward()
