@@ -152,11 +152,19 @@ def keep(args, params):
 # ---------------------------------------------------------------- dispatch
 
 
+def capture_break(reason: str) -> None:
+    """Under graph capture (ember.compile's tracer), end the graph here: the call runs eagerly.  A stand-in
+    tracer with only `record` and `inplace` (the protocol above) is left alone."""
+    graph_break = getattr(tracer, "graph_break", None)
+    if graph_break is not None:
+        graph_break(reason)
+
+
 def host_read(what: str) -> None:
     """Library code is about to compute a result from tensor values on the host, outside an op (a quantized
     kernel, matrix_rank's count): under graph capture that result would be a constant, so it is a break."""
     if tracer is not None:
-        tracer.graph_break(f"{what}: computed from tensor values outside ember's ops, a replay would repeat it")
+        capture_break(f"{what}: computed from tensor values outside ember's ops, a replay would repeat it")
 
 
 def call(op: OpDef, args: tuple, params: dict = EMPTY):

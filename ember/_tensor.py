@@ -146,7 +146,9 @@ class Tensor:
         self._base = None
         self._output_nr = 0
         if _dispatch.tracer is not None and storage is None and getattr(array, "base", None) is None:
-            _dispatch.tracer.created[id(self)] = self  # new memory made during a capture: local to each call
+            created = getattr(_dispatch.tracer, "created", None)  # new memory made during a capture (ember.compile)
+            if created is not None:
+                created[id(self)] = self
         return self
 
     @staticmethod
@@ -365,13 +367,15 @@ class Tensor:
                 stacklevel=2,
             )
         if _dispatch.tracer is not None:  # ember.compile: a replay reads this call's gradient (Tracer.read_grad)
-            _dispatch.tracer.read_grad(self)
+            read_grad = getattr(_dispatch.tracer, "read_grad", None)
+            if read_grad is not None:
+                read_grad(self)
         return self._grad
 
     @grad.setter
     def grad(self, value) -> None:
         if _dispatch.tracer is not None:
-            _dispatch.tracer.graph_break("setting .grad inside a compiled function: a replay would not")
+            _dispatch.capture_break("setting .grad inside a compiled function: a replay would not")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
@@ -386,7 +390,7 @@ class Tensor:
     @grad.deleter
     def grad(self) -> None:
         if _dispatch.tracer is not None:
-            _dispatch.tracer.graph_break("deleting .grad inside a compiled function: a replay would not")
+            _dispatch.capture_break("deleting .grad inside a compiled function: a replay would not")
         self._grad = None
 
     @property
@@ -396,7 +400,7 @@ class Tensor:
     @data.setter
     def data(self, value: Tensor) -> None:
         if _dispatch.tracer is not None:  # a rebinding outside the ops: a replay would not do it
-            _dispatch.tracer.graph_break("setting .data inside a compiled function (vector_to_parameters)")
+            _dispatch.capture_break("setting .data inside a compiled function (vector_to_parameters)")
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device

@@ -273,7 +273,7 @@ def _apply(cls, args: tuple, kwargs: dict, uses_setup_context: bool):
         from .. import _dispatch
 
         if _dispatch.tracer is not None:  # ember.compile records ops, and this backward is Python it cannot see
-            _dispatch.tracer.graph_break(f"custom autograd.Function {cls.__name__}: its backward is Python code "
+            _dispatch.capture_break(f"custom autograd.Function {cls.__name__}: its backward is Python code "
                                          "that a replay could not record")
         ctx.next_functions = tuple(t._edge() if t.requires_grad else (None, 0) for t in tensors)
         ctx._input_meta = tuple((t._data.shape, t._dtype) if t.requires_grad else None for t in tensors)

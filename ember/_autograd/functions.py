@@ -72,7 +72,7 @@ def _not_captured(what: str) -> None:
     from .. import _dispatch
 
     if _dispatch.tracer is not None:
-        _dispatch.tracer.graph_break(f"{what} inside a compiled function")
+        _dispatch.capture_break(f"{what} inside a compiled function")
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,

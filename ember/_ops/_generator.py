@@ -23,9 +23,8 @@ _STATE_FORMAT = "<8sQ16s16sBI"  # magic, initial seed, PCG state, PCG increment,
 
 def _not_under_capture(what: str) -> None:
     """Reseeding inside a function ember.compile captures is Python state a replay would skip: a graph break."""
-    tracer = _dispatch.tracer
-    if tracer is not None:
-        tracer.graph_break(f"{what}() inside the compiled function: a replay would not reseed the generator")
+    if _dispatch.tracer is not None:
+        _dispatch.capture_break(f"{what}() inside the compiled function: a replay would not reseed the generator")
 
 
 class Generator:
@@ -44,7 +43,7 @@ class Generator:
         """The NumPy stream every draw goes through.  Under graph capture a draw outside a recorded random op (a
         factory such as randn, multinomial) is noted, since a replay would repeat its values (ember.compile)."""
         tracer = _dispatch.tracer
-        if tracer is not None and not tracer.drawing:
+        if tracer is not None and not getattr(tracer, "drawing", False):
             tracer.untraced_draw = True
         return self._bits
 

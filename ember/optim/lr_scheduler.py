@@ -77,7 +77,7 @@ def _python_state_step(what: str) -> None:
     """A step that updates Python state (epoch counters, param_groups' lr) inside a function ember.compile
     captures: a replay would skip it, so it is a graph break (the call runs eagerly)."""
     if _dispatch.tracer is not None:
-        _dispatch.tracer.graph_break(f"{what} inside a compiled function: its Python state would not be replayed")
+        _dispatch.capture_break(f"{what} inside a compiled function: its Python state would not be replayed")
 
 class LRScheduler:
     _get_lr_called_within_step: bool = False

@@ -191,11 +191,11 @@ class Optimizer:
             if self.__dict__.get("_in_hooked_step"):
                 return step(self, *args, **kwargs)
             tracer = _dispatch.tracer
-            if tracer is not None and tracer.owner is not self:
+            if tracer is not None and getattr(tracer, "owner", None) is not self:
                 # a compiled function that calls opt.step(): its grads, state and lr would be constants of the
                 # graph (only `ember.compile(opt.step)` passes them as inputs and guards the hyperparameters)
-                tracer.graph_break("optimizer.step() called inside a compiled function (compile optimizer.step "
-                                   "itself to capture it)")
+                _dispatch.capture_break("optimizer.step() called inside a compiled function (compile "
+                                        "optimizer.step itself to capture it)")
             for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
                 result = pre_hook(self, args, kwargs)
                 if result is not None:
