@@ -224,6 +224,8 @@ class CompiledFunction:
         # Python values a capture bakes in (pyguards): the closure's scalar and tensor cells, and the scalar and
         # tensor globals user code read during captures, found as they happen (the key's last element)
         self._cells = pyguards.closure_cells(fn)
+        function = getattr(fn, "__func__", fn)  # the closure lookup's cache, seeded with the function itself
+        self._functions: dict = {function.__code__: [function]} if hasattr(function, "__code__") else {}
         self.watched: dict = {}
         self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
         functools.update_wrapper(self, fn, updated=())
@@ -445,7 +447,7 @@ class CompiledFunction:
         modules = _modules_in(self.module, args, kwargs)
         effects = pyguards.SideEffects(args, kwargs, modules)
         entry_mode = state.enabled
-        with tracer, pyguards.Watcher() as watcher:
+        with tracer, pyguards.Watcher(self._functions) as watcher:
             tracer.bind_inputs(args, kwargs)
             result = self._eager(args, kwargs)
         if state.enabled != entry_mode:  # set_grad_enabled() inside: the replay leaves the mode as eager does

@@ -98,8 +98,12 @@ def _scalar(value) -> bool:
         _VALUES = _value_types()
     if isinstance(value, _VALUES):
         return True
-    return isinstance(value, tuple) and len(value) <= _SMALL and all(
-        type(v) in SCALARS or isinstance(v, _VALUES) for v in value)
+    if not isinstance(value, tuple) or len(value) > _SMALL:
+        return False
+    for v in value:  # (a loop, not all(genexpr): a module's kernel_size is checked on every call)
+        if type(v) not in SCALARS and not isinstance(v, _VALUES):
+            return False
+    return True
 
 
 def _settings(value):
@@ -207,11 +211,14 @@ class Watcher:
     state (`_state`) of every scalar or container global named there at the function's entry, so that
     `written()` can tell which the call changed."""
 
-    def __init__(self) -> None:
+    def __init__(self, functions: dict | None = None) -> None:
         self.found: dict = {}
         self._seen: set = set()
         self._active = False
         self._entry: dict = {}  # (id(globals), name) -> (globals, name, state at first entry)
+        # code -> the functions found for it (kept by the compiled function across its captures, seeded with
+        # itself: called as `self.fn`, it is in no caller's namespace, and gc.get_referrers costs ~30 ms)
+        self.functions = {} if functions is None else functions
 
     def __enter__(self) -> Watcher:
         self._origin = sys._getframe(1)  # frames from here up are outside the capture
@@ -280,18 +287,28 @@ class Watcher:
             caller = caller.f_back
         return False
 
-    @staticmethod
-    def _closure(frame) -> list:
+    def _closure(self, frame) -> list:
         """(name, cell) for the closure of the function running in `frame`, if any of its free variables holds
-        something guarded or write-tracked.  A frame does not name its function, so it is looked up among the
-        caller's locals and globals, else among the referrers of its code (a scan of every object: ~30 ms with
-        torch imported, so only when needed): the function whose cells hold exactly the frame's free variables;
-        if several closures of one code match, all are guarded."""
+        something guarded or write-tracked.  A frame does not name its function, so it is looked up: in the
+        compiled function's cache (`functions`), then among the caller's locals and globals, else among the
+        referrers of its code (a scan of every object: ~30 ms with torch imported, so only when needed).  The
+        function whose cells hold exactly the frame's free variables is taken; if several closures of one code
+        match, all are guarded."""
         code = frame.f_code
         values = frame.f_locals
         if not any(_guarded(v) or _state(v) is not None
                    for v in (values.get(name, _MISSING) for name in code.co_freevars) if v is not _MISSING):
             return []
+        out = self._matching(self.functions.get(code, ()), code, values)
+        if not out:
+            candidates = self._search(frame)
+            self.functions[code] = candidates
+            out = self._matching(candidates, code, values)
+        return out
+
+    @staticmethod
+    def _search(frame) -> list:
+        code = frame.f_code
         caller = frame.f_back
         candidates = []
         for namespace in (caller.f_locals, caller.f_globals) if caller is not None else ():
@@ -300,9 +317,13 @@ class Watcher:
                     v = v.__func__
                 if type(v) is types.FunctionType and v.__code__ is code:
                     candidates.append(v)
+        return candidates or [f for f in gc.get_referrers(code) if type(f) is types.FunctionType]
+
+    @staticmethod
+    def _matching(functions, code, values) -> list:
         out = []
-        for function in candidates or gc.get_referrers(code):
-            if type(function) is not types.FunctionType or function.__code__ is not code or not function.__closure__:
+        for function in functions:
+            if function.__code__ is not code or not function.__closure__:
                 continue
             pairs = list(zip(code.co_freevars, function.__closure__))
             try:
@@ -365,17 +386,13 @@ def read_cells(cells: list) -> tuple:
     return tuple(out)
 
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
-def module_hooks(modules: list) -> tuple:
-    """The hooks registered on each module (handle ids), and the global module hooks: a forward hook ran (and
-    was recorded) at capture, so one added or removed afterwards needs a new capture."""
+def module_hooks(modules: list) -> int:
+    """How many times any module's forward/backward hooks (or the global ones) changed: a forward hook ran (and
+    was recorded) at capture, so one added or removed afterwards needs a new capture.  One int for all modules
+    (`HookDict`): walking each module's four hook dicts on every call cost more than the rest of the guards."""
     from ..nn.modules import module as module_file
 
-    own = tuple(tuple(tuple(m.__dict__.get(name, ())) for name in _HOOK_DICTS) for m in modules)
-    return own, tuple(module_file._global_forward_hooks), tuple(module_file._global_forward_pre_hooks), tuple(
-        module_file._global_backward_hooks)
+    return module_file.hook_changes[0]
 
 
 def module_guard(module) -> tuple:
@@ -399,8 +416,9 @@ def module_attributes(modules: list) -> tuple:
     class attributes of user-defined module classes (`class Net(nn.Module): scale = 2.0`)."""
     out = []
     for m in modules:
-        items = [(k, _key(v)) for k, v in m.__dict__.items()
-                 if k not in _MODULE_OWN and (_guarded(v) if k[0] != "_" else _scalar(v))]
+        # one comprehension, cheapest tests first: this runs on every call, for every submodule
+        items = [(k, (type(v), v) if type(v) in SCALARS else _key(v)) for k, v in m.__dict__.items()
+                 if k not in _MODULE_OWN and (type(v) in SCALARS or (_scalar(v) if k[0] == "_" else _guarded(v)))]
         for klass in _user_bases(type(m)):
             items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
                       if k[0] != "_" and _scalar(v)]
@@ -414,7 +432,7 @@ _MODULE_OWN = frozenset(("training", "_parameters", "_buffers", "_modules", "_no
                          "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks",
                          "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
                          "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
-_USER_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_USER_BASES: dict = {}  # (a plain dict: a WeakKeyDictionary lookup per module per call cost ~0.7 us)
 
 
 def _user_bases(kind: type) -> tuple:

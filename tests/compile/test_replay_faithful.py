@@ -500,3 +500,24 @@ def test_double_backward_through_a_compiled_linear_with_bias():
         (expected,) = ember.autograd.grad(ember.tanh(linear(x)).sum(), x, create_graph=True)
         np.testing.assert_allclose(g.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
         g.sum().backward()
+
+
+def test_hook_changes_are_one_counter_and_survive_pickling(tmp_path):
+    """Hooks are guarded by one number that every HookDict change bumps (walking each module's hook dicts cost
+    more than the other guards); a module loaded from a pickle keeps bumping it."""
+    from ember.nn.modules import module as module_file
+
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    path = tmp_path / "m.pt"
+    ember.save(model, path)
+    loaded = ember.load(path, weights_only=False)
+    assert type(loaded[1]._forward_hooks) is module_file.HookDict
+    compiled = ember.compile(loaded)
+    x = ember.randn(2, 3)
+    compiled(x)
+    before = module_file.hook_changes[0]
+    handle = loaded[1].register_forward_hook(lambda module, inputs, output: output * 3)
+    assert module_file.hook_changes[0] > before
+    np.testing.assert_allclose(compiled(x).detach().numpy(), loaded(x).detach().numpy(), rtol=1e-6)
+    handle.remove()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), loaded(x).detach().numpy(), rtol=1e-6)

@@ -27,10 +27,50 @@ __all__ = [
     "register_module_module_registration_hook",
 ]
 
-_global_forward_pre_hooks: dict = OrderedDict()
-_global_forward_hooks: dict = OrderedDict()
+class HookDict(OrderedDict):
+    """The forward/backward hooks of a module (or the global ones): any change -- a hook registered, removed
+    or moved first -- bumps `hook_changes[0]`, the one number ember.compile guards for all of them."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value) -> None:
+        hook_changes[0] += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        hook_changes[0] += 1
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        hook_changes[0] += 1
+        return super().pop(*args)
+
+    def popitem(self, last: bool = True):
+        hook_changes[0] += 1
+        return super().popitem(last)
+
+    def clear(self) -> None:
+        hook_changes[0] += 1
+        super().clear()
+
+    def update(self, *args, **kwargs) -> None:
+        hook_changes[0] += 1
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        hook_changes[0] += 1
+        return super().setdefault(key, default)
+
+    def move_to_end(self, key, last: bool = True) -> None:
+        hook_changes[0] += 1
+        super().move_to_end(key, last)
+
+
+hook_changes = [0]
+_global_forward_pre_hooks: dict = HookDict()
+_global_forward_hooks: dict = HookDict()
 _global_forward_hooks_always_called: dict = OrderedDict()
-_global_backward_hooks: dict = OrderedDict()
+_global_backward_hooks: dict = HookDict()
 _global_buffer_registration_hooks: dict = OrderedDict()
 _global_parameter_registration_hooks: dict = OrderedDict()
 _global_module_registration_hooks: dict = OrderedDict()
@@ -103,13 +143,13 @@ class Module(StateDictMixin):
         setattr_(self, "_parameters", {})
         setattr_(self, "_buffers", {})
         setattr_(self, "_non_persistent_buffers_set", set())
-        setattr_(self, "_backward_pre_hooks", OrderedDict())
-        setattr_(self, "_backward_hooks", OrderedDict())
+        setattr_(self, "_backward_pre_hooks", HookDict())
+        setattr_(self, "_backward_hooks", HookDict())
         setattr_(self, "_is_full_backward_hook", None)
-        setattr_(self, "_forward_hooks", OrderedDict())
+        setattr_(self, "_forward_hooks", HookDict())
         setattr_(self, "_forward_hooks_with_kwargs", OrderedDict())
         setattr_(self, "_forward_hooks_always_called", OrderedDict())
-        setattr_(self, "_forward_pre_hooks", OrderedDict())
+        setattr_(self, "_forward_pre_hooks", HookDict())
         setattr_(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
         setattr_(self, "_state_dict_hooks", OrderedDict())
         setattr_(self, "_state_dict_pre_hooks", OrderedDict())
@@ -475,6 +515,10 @@ class Module(StateDictMixin):
                 object.__setattr__(self, name, OrderedDict())
         if "_non_persistent_buffers_set" not in self.__dict__:
             self._non_persistent_buffers_set = set()
+        for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            hooks = self.__dict__.get(name)  # a module pickled before HookDict: its hooks still bump the counter
+            if type(hooks) is not HookDict:
+                object.__setattr__(self, name, HookDict(hooks or ()))
 
     def __getattr__(self, name: str):
         if "_parameters" in self.__dict__:
