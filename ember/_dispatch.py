@@ -160,6 +160,15 @@ def capture_break(reason: str) -> None:
         graph_break(reason)
 
 
+def note_made(tensor) -> None:
+    """`tensor` holds new memory made during a capture (a factory's result): ember.compile keeps it local to
+    each call (Tracer.created).  Tensor._make notes arrays that own their memory; torch.tensor() notes its
+    copy of the data, whose array is a view of a temporary."""
+    created = getattr(tracer, "created", None)
+    if created is not None:
+        created[id(tensor)] = tensor
+
+
 def host_read(what: str) -> None:
     """Library code is about to compute a result from tensor values on the host, outside an op (a quantized
     kernel, matrix_rank's count): under graph capture that result would be a constant, so it is a break."""

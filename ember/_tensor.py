@@ -146,9 +146,7 @@ class Tensor:
         self._base = None
         self._output_nr = 0
         if _dispatch.tracer is not None and storage is None and getattr(array, "base", None) is None:
-            created = getattr(_dispatch.tracer, "created", None)  # new memory made during a capture (ember.compile)
-            if created is not None:
-                created[id(self)] = self
+            _dispatch.note_made(self)  # new memory made during a capture (ember.compile)
         return self
 
     @staticmethod

@@ -91,7 +91,11 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
     for node in graph.nodes:
         if node.kind == "external":
             owner = getattr(node, "grad_of", None)
-            if owner is None:
+            if getattr(node, "created", False):  # made in the function: each call starts from its own copy
+                namespace[f"made_{node.results[0].name}"] = node.tensor
+                namespace["_fresh"] = _fresh
+                body.append(f"{node.results[0].name} = _fresh(made_{node.results[0].name})")
+            elif owner is None:
                 namespace[node.results[0].name] = node.tensor
             else:  # `p.grad` read in the function: this call's gradient, not the captured tensor (tracer.read_grad)
                 namespace[f"owner_{node.results[0].name}"] = owner
@@ -137,10 +141,7 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
 
         namespace["_bind"] = bind
     outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
-    made = {v.name for v in outputs if v.node.kind == "external" and getattr(v.node, "created", False)}
-    if made:  # a tensor made in the function and returned as made: each call returns its own (tracer.resolve)
-        namespace["_fresh"] = _fresh
-    body.append(f"return ({''.join((f'_fresh({v.name})' if v.name in made else v.name) + ', ' for v in outputs)})")
+    body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")
     if getattr(graph, "inference", False):  # the function entered inference_mode itself (tracer.finish)
         body.insert(0, "_state.inference = True")
     # The graph holds the casts autocast made at capture, so the replay runs with autocast's hook off (an

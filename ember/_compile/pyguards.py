@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import dis
 import gc
 import os
 import sys
@@ -246,7 +247,7 @@ class Watcher:
             return
         self._seen.add(code)
         namespace = frame.f_globals
-        for name in code.co_names:
+        for name in _global_names(code):
             self._read(namespace, name)
         if code.co_freevars and not self._made_inside(frame):
             for name, cell in self._closure(frame):
@@ -338,6 +339,20 @@ class Watcher:
         first met them."""
         return [(ident, name) for ident, (namespace, name, state) in self._entry.items()
                 if _state(namespace.get(name, _MISSING)) != state]
+
+
+_GLOBAL_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "STORE_NAME", "DELETE_GLOBAL"))
+
+
+def _global_names(code) -> tuple:
+    """The names `code` reads or writes as globals.  Not `co_names`, which also holds attribute names: with
+    `opt.step()` in the function, a script's loop variable `step` was guarded and recaptured every call."""
+    names = _GLOBAL_NAMES.get(code)
+    if names is None:
+        names = _GLOBAL_NAMES[code] = tuple(dict.fromkeys(
+            i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS))
+    return names
 
 
 class _Cell:

@@ -355,9 +355,10 @@ class Tracer:
         node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
                                    path=_describe_external(tensor)))
         if self.created.get(id(tensor)) is tensor:
-            # made in the function (zeros, empty_like): a constant of the graph, kept as its value now, before any
-            # in-place write of this call; writes to it are the call's own (`inplace`), and a replay returns a
-            # copy of it, never one object shared by calls (`buf = zeros(...); buf[0] = x; return buf`)
+            # made in the function (zeros, empty_like, tensor([...])): kept as its value now, before any in-place
+            # write of this call; writes to it are the call's own (`inplace`), and each replay starts from a
+            # copy of it (printing._fresh), so its views, returns and gradients are never shared by calls
+            # (`buf = zeros(...); buf[0] = x; return buf` returned one object for every call)
             node.created = True
             node.tensor = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
             node.tensor._requires_grad = tensor._requires_grad
@@ -375,6 +376,12 @@ class Tracer:
         """`owner.grad` was read.  The gradient is an external read from `owner` at replay (a new tensor after
         each backward with set_to_none), and whether it was None is guarded (`if p.grad is not None`)."""
         grad = owner._grad
+        value = self.value_of.get(id(owner))
+        if self.owner is None and value is not None and value.node.kind == "placeholder":
+            # the .grad of an argument: a replay would read the capture's argument (an optimizer step passes
+            # its grads in as inputs instead, Optimizer._compile_inputs)
+            self.graph_break("reading the .grad of an argument inside a compiled function")
+            return
         self.grad_reads.setdefault(id(owner), (owner, grad is None))
         if grad is not None:
             self.grad_owner[id(grad)] = owner

@@ -71,6 +71,10 @@ def inplace_call(self: Tensor, fn, *args, **kwargs) -> Tensor:
 
 def write_out(out: Tensor, result: Tensor) -> Tensor:
     """The `out=` contract: resize an empty/mismatched out to the result's shape, cast, write, bump version."""
+    from .. import _dispatch
+
+    if _dispatch.tracer is not None:  # written outside the ops (a resize, a cast): ember.compile would miss it
+        _dispatch.capture_break("out= inside a compiled function")
     if not isinstance(out, Tensor):
         raise TypeError(f"out argument must be a Tensor, not {type(out).__name__}")
     if out._requires_grad and result._requires_grad:

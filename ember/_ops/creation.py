@@ -16,8 +16,8 @@ import warnings
 
 import numpy as np
 
+from .. import _dispatch, _runtime
 from .. import _dtype as dt
-from .. import _runtime
 from .._backends import MetaArray, to_device
 from .._device import as_device
 from .._dispatch import device_module
@@ -293,7 +293,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
         if device is None:
             device = data._device
     array, dtype = _array_from(data, dtype)
-    return _finish(array, dtype, device, requires_grad)
+    result = _finish(array, dtype, device, requires_grad)
+    if _dispatch.tracer is not None:
+        _dispatch.note_made(result)  # a copy of the data: new memory, though its array is a view of a temporary
+    return result
 
 
 @export(method=False)

@@ -521,3 +521,73 @@ def test_hook_changes_are_one_counter_and_survive_pickling(tmp_path):
     np.testing.assert_allclose(compiled(x).detach().numpy(), loaded(x).detach().numpy(), rtol=1e-6)
     handle.remove()
     np.testing.assert_allclose(compiled(x).detach().numpy(), loaded(x).detach().numpy(), rtol=1e-6)
+
+
+def test_made_tensors_views_literals_and_leaves_are_each_calls_own():
+    """torch.tensor([...]) written in place piled up across calls; a returned view of a made tensor pointed at
+    the graph's constant (a caller's write changed later calls); a made leaf returned got no .grad after the
+    first call."""
+    def literal(x):
+        t = ember.tensor([1.0, 2.0, 3.0])
+        t.add_(x)
+        return t
+
+    compiled = ember.compile(literal)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(ember.ones(3)).numpy(), [2.0, 3.0, 4.0])
+
+    view = ember.compile(lambda x: ember.zeros(3).unsqueeze(0))
+    for _ in range(3):
+        out = view(ember.ones(1))
+        np.testing.assert_array_equal(out.numpy(), [[0.0, 0.0, 0.0]])
+        out.add_(1)
+
+    def leaf(x):
+        w = ember.ones(3, requires_grad=True)
+        return (x * w).sum(), w
+
+    compiled = ember.compile(leaf)
+    for i in range(3):
+        loss, w = compiled(ember.full((3,), float(i + 1)))
+        loss.backward()
+        np.testing.assert_array_equal(w.grad.numpy(), np.full(3, i + 1.0, np.float32))
+
+
+def test_grad_of_an_argument_and_out_into_a_made_tensor_run_eagerly():
+    @ember.no_grad()
+    def sgd(p, lr):
+        p.sub_(p.grad * lr)
+
+    compiled = ember.compile(sgd)
+    for i in range(3):
+        p = ember.zeros(2, requires_grad=True)
+        p.grad = ember.full((2,), float(i + 1))
+        compiled(p, 1.0)
+        np.testing.assert_array_equal(p.detach().numpy(), [-(i + 1.0)] * 2)
+
+    def out_into_empty(x):
+        o = ember.empty(3)
+        ember.add(x, 1, out=o)
+        return o * 2
+
+    compiled = ember.compile(out_into_empty)
+    for i in range(3):
+        x = ember.full((3,), float(i))
+        np.testing.assert_array_equal(compiled(x).numpy(), out_into_empty(x).numpy())
+
+
+weight = 0
+
+
+def test_an_attribute_name_is_not_a_global_read():
+    """`linear.weight` names `weight` as an attribute; a script's global `weight` (a loop counter, as `step`
+    beside `opt.step()`) was guarded and recaptured every call: co_names holds attribute names too."""
+    global weight
+    linear = nn.Linear(2, 2)
+    compiled = ember.compile(lambda x: x @ linear.weight.t())
+    try:
+        for weight in range(10):  # noqa: B007 - a global that only shares its name with an attribute
+            compiled(ember.ones(1, 2))
+    finally:
+        weight = 0
+    assert compiled.captures == 1
