@@ -256,7 +256,7 @@ class CompiledFunction:
             add_label("module parameter/buffer identity")
             values.append(pyguards.module_attributes(modules))
             add_label("module attributes")
-            values.append(pyguards.module_hooks(modules))
+            values.append(pyguards.module_hooks(module, modules))
             add_label("module hooks")
         if self._cells:
             values.append(pyguards.read_cells(self._cells))

@@ -350,8 +350,10 @@ def _global_names(code) -> tuple:
     `opt.step()` in the function, a script's loop variable `step` was guarded and recaptured every call."""
     names = _GLOBAL_NAMES.get(code)
     if names is None:
-        names = _GLOBAL_NAMES[code] = tuple(dict.fromkeys(
-            i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS))
+        found = dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS)
+        if "globals" in found:  # globals()['S']: the code's string constants may name globals too
+            found.update(dict.fromkeys(c for c in code.co_consts if type(c) is str and c.isidentifier()))
+        names = _GLOBAL_NAMES[code] = tuple(found)
     return names
 
 
@@ -401,13 +403,27 @@ def read_cells(cells: list) -> tuple:
     return tuple(out)
 
 
-def module_hooks(modules: list) -> int:
-    """How many times any module's forward/backward hooks (or the global ones) changed: a forward hook ran (and
-    was recorded) at capture, so one added or removed afterwards needs a new capture.  One int for all modules
-    (`HookDict`): walking each module's four hook dicts on every call cost more than the rest of the guards."""
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_HOOKS_SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root module -> (changes, signature)
+
+
+def module_hooks(root, modules: list) -> tuple:
+    """The hooks registered on `root`'s modules (handle ids) and the global module hooks: a forward hook ran
+    (and was recorded) at capture, so one added or removed afterwards needs a new capture.  Walking four hook
+    dicts per module on every call cost more than the other guards, so the signature is recomputed only when
+    some HookDict changed since it was last taken (`hook_changes`); a hook on an unrelated module changes the
+    counter, not the signature."""
     from ..nn.modules import module as module_file
 
-    return module_file.hook_changes[0]
+    changes = module_file.hook_changes[0]
+    seen = _HOOKS_SEEN.get(root)
+    if seen is not None and seen[0] == changes:
+        return seen[1]
+    signature = (tuple(tuple(tuple(m.__dict__.get(name, ())) for name in _HOOK_DICTS) for m in modules),
+                 tuple(module_file._global_forward_hooks), tuple(module_file._global_forward_pre_hooks),
+                 tuple(module_file._global_backward_hooks))
+    _HOOKS_SEEN[root] = (changes, signature)
+    return signature
 
 
 def module_guard(module) -> tuple:
@@ -416,7 +432,7 @@ def module_guard(module) -> tuple:
     buffer identities, attributes and hooks."""
     modules = list(module.modules())
     return ("module", id(module), tuple(m.training for m in modules), module_tensors(modules),
-            module_attributes(modules), module_hooks(modules))
+            module_attributes(modules), module_hooks(module, modules))
 
 
 def module_tensors(modules: list) -> tuple:

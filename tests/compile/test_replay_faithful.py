@@ -2,6 +2,7 @@
 crashed (found by compiling realistic programs and comparing every call with eager)."""
 
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -591,3 +592,33 @@ def test_an_attribute_name_is_not_a_global_read():
     finally:
         weight = 0
     assert compiled.captures == 1
+
+
+S_GLOBAL = 1.0
+
+
+def test_hooks_elsewhere_do_not_recompile_and_globals_subscript_is_guarded():
+    """The hook counter is global, so a hook on an unrelated module changed it: the compiled model recaptured
+    each time until the limit.  Its signature is now recomputed on a change and compared.  And a global read
+    as globals()['S_GLOBAL'] (a string constant, no global load) replayed its first value."""
+    global S_GLOBAL
+    model, other = nn.Linear(2, 2), nn.Linear(2, 2)
+    compiled = ember.compile(model)
+    x = ember.ones(1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            compiled(x)
+            other.register_forward_hook(lambda module, inputs, output: output).remove()
+    assert compiled._compiled.captures == 1
+
+    def scaled(x):
+        return x * globals()["S_GLOBAL"]
+
+    compiled = ember.compile(scaled)
+    try:
+        for value in (1.0, 2.0, 3.0):
+            S_GLOBAL = value
+            np.testing.assert_array_equal(compiled(ember.ones(2)).numpy(), [value, value])
+    finally:
+        S_GLOBAL = 1.0
