@@ -73,14 +73,6 @@ def graph_code(graph: Graph) -> str:
     return "\n".join(lines)
 
 
-def _fresh(tensor):
-    from .._tensor import Tensor
-
-    out = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
-    out._requires_grad = tensor._requires_grad
-    return out
-
-
 def runner_source(graph: Graph) -> tuple[str, dict]:
     """Python source of `run(p0, p1, ...) -> tuple of output tensors`, and the globals it needs."""
     placeholders = [n for n in graph.nodes if n.kind == "placeholder"]
@@ -93,7 +85,9 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
             owner = getattr(node, "grad_of", None)
             if getattr(node, "created", False):  # made in the function: each call starts from its own copy
                 namespace[f"made_{node.results[0].name}"] = node.tensor
-                namespace["_fresh"] = _fresh
+                from .tracer import fresh_copy
+
+                namespace["_fresh"] = fresh_copy
                 body.append(f"{node.results[0].name} = _fresh(made_{node.results[0].name})")
             elif owner is None:
                 namespace[node.results[0].name] = node.tensor

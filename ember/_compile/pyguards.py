@@ -173,10 +173,15 @@ def _guarded(value) -> bool:
     return _scalar(value) or isinstance(value, (Tensor, _Module())) or _settings(value) is not None
 
 
-def _Module() -> type:  # noqa: N802 - the class, imported late (nn imports this package)
-    from ..nn.modules.module import Module
+_MODULE_CLASS: list = []
 
-    return Module
+
+def _Module() -> type:  # noqa: N802 - the class, imported late (nn imports this package), once: guards call it
+    if not _MODULE_CLASS:
+        from ..nn.modules.module import Module
+
+        _MODULE_CLASS.append(Module)
+    return _MODULE_CLASS[0]
 
 
 def _key(value):
@@ -403,7 +408,6 @@ def read_cells(cells: list) -> tuple:
     return tuple(out)
 
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _HOOKS_SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root module -> (changes, signature)
 
 
@@ -419,7 +423,8 @@ def module_hooks(root, modules: list) -> tuple:
     seen = _HOOKS_SEEN.get(root)
     if seen is not None and seen[0] == changes:
         return seen[1]
-    signature = (tuple(tuple(tuple(m.__dict__.get(name, ())) for name in _HOOK_DICTS) for m in modules),
+    names = module_file.HOOK_DICT_NAMES
+    signature = (tuple(tuple(tuple(m.__dict__.get(name, ())) for name in names) for m in modules),
                  tuple(module_file._global_forward_hooks), tuple(module_file._global_forward_pre_hooks),
                  tuple(module_file._global_backward_hooks))
     _HOOKS_SEEN[root] = (changes, signature)

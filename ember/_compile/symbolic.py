@@ -302,47 +302,30 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False) 
 
 def conforms(generic: list, new: list, env: tuple):
     """None if `new` (the signature of a capture at the sizes `env`) is the size-generic graph whose
-    signature is `generic` with its symbols bound to `env`; otherwise why not (see CompiledFunction._validate)."""
+    signature is `generic` with its symbols bound to `env`; otherwise why not (see CompiledFunction._validate).
+    Each part is compared by `Sizes.merge` with both captures at `env`: any int that differs is refused."""
     rows, output, mutations = generic
     new_rows, new_output, new_mutations = new
     if len(rows) != len(new_rows):
         return f"{len(new_rows)} nodes, not {len(rows)} (size-dependent Python)"
     if mutations != new_mutations:
         return "the in-place writes differ"
-    if not _agrees(output, new_output, env):
-        return "the output structure differs"
-    for row, new_row in zip(rows, new_rows):
-        node = row[0]
-        where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
-        if row[1:3] != new_row[1:3] or row[6:] != new_row[6:]:
-            return f"{where}: a different op, external tensor or grad mode"
-        params = row[4] if node.symbolic_params is None else node.symbolic_params
-        shapes = [symbolic_shape(value) for value in node.results]
-        for part, expected, actual in (("arguments", row[3], new_row[3]), ("params", params, new_row[4]),
-                                       ("result shape", shapes, [tuple(s) for s in new_row[5]])):
-            if not _agrees(expected, actual, env):
-                return f"{where} {part}: {actual!r}, not {bind(expected, env)!r}"
+    same = Sizes(env, env)
+    try:
+        same.merge(output, new_output, "the output structure")
+        for row, new_row in zip(rows, new_rows):
+            node = row[0]
+            where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
+            if row[1:3] != new_row[1:3] or row[6:] != new_row[6:]:
+                return f"{where}: a different op, external tensor or grad mode"
+            params = row[4] if node.symbolic_params is None else node.symbolic_params
+            shapes = [symbolic_shape(value) for value in node.results]
+            for part, expected, actual in (("arguments", row[3], new_row[3]), ("params", params, new_row[4]),
+                                           ("result shape", shapes, [tuple(s) for s in new_row[5]])):
+                same.merge(bind(expected, env), actual, f"{where} {part}")
+    except NotGeneric as why:
+        return str(why)
     return None
-
-
-def _agrees(expected, actual, env: tuple) -> bool:
-    """Whether `actual` is `expected` with its Batch markers bound to `env` (Sizes.merge's rules)."""
-    if isinstance(expected, Batch):
-        return type(actual) is int and expected.value(env) == actual
-    if type(expected) is bool or type(actual) is bool:
-        return type(expected) is type(actual) and expected == actual
-    if isinstance(expected, (tuple, list)):
-        return (type(expected) is type(actual) and len(expected) == len(actual)
-                and all(_agrees(e, a, env) for e, a in zip(expected, actual)))
-    if isinstance(expected, dict):
-        return (isinstance(actual, dict) and list(expected) == list(actual)
-                and all(_agrees(expected[k], actual[k], env) for k in expected))
-    if type(expected) is slice:
-        return type(actual) is slice and _agrees((expected.start, expected.stop, expected.step),
-                                                 (actual.start, actual.stop, actual.step), env)
-    if isinstance(expected, float) and isinstance(actual, float):
-        return expected == actual or (expected != expected and actual != actual)
-    return expected is actual or (type(expected) is type(actual) and _same(expected, actual))
 
 
 def batch_source(graph):

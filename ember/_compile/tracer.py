@@ -130,6 +130,14 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
                         meta=lambda args, params: args[0].shape)
 
 
+def fresh_copy(tensor) -> Tensor:
+    """A new leaf with a copy of `tensor`'s values (and its requires_grad): a made tensor's snapshot at capture,
+    and each replay's own copy of it."""
+    out = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
+    out._requires_grad = tensor._requires_grad
+    return out
+
+
 def _host_random_state() -> tuple:
     """Python's and NumPy's global random states (compared around a capture)."""
     numpy_state = np.random.get_state(legacy=True)
@@ -357,11 +365,10 @@ class Tracer:
         if self.created.get(id(tensor)) is tensor:
             # made in the function (zeros, empty_like, tensor([...])): kept as its value now, before any in-place
             # write of this call; writes to it are the call's own (`inplace`), and each replay starts from a
-            # copy of it (printing._fresh), so its views, returns and gradients are never shared by calls
-            # (`buf = zeros(...); buf[0] = x; return buf` returned one object for every call)
+            # copy of it (fresh_copy, in the runner), so its views, returns and gradients are never shared by
+            # calls (`buf = zeros(...); buf[0] = x; return buf` returned one object for every call)
             node.created = True
-            node.tensor = Tensor._make(tensor._data.copy(), tensor._dtype, tensor._device)
-            node.tensor._requires_grad = tensor._requires_grad
+            node.tensor = fresh_copy(tensor)
             node.path = "a tensor made in the function"
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:

@@ -67,6 +67,7 @@ class HookDict(OrderedDict):
 
 
 hook_changes = [0]
+HOOK_DICT_NAMES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")  # HookDicts
 _global_forward_pre_hooks: dict = HookDict()
 _global_forward_hooks: dict = HookDict()
 _global_forward_hooks_always_called: dict = OrderedDict()
@@ -515,7 +516,7 @@ class Module(StateDictMixin):
                 object.__setattr__(self, name, OrderedDict())
         if "_non_persistent_buffers_set" not in self.__dict__:
             self._non_persistent_buffers_set = set()
-        for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+        for name in HOOK_DICT_NAMES:
             hooks = self.__dict__.get(name)  # a module pickled before HookDict: its hooks still bump the counter
             if type(hooks) is not HookDict:
                 object.__setattr__(self, name, HookDict(hooks or ()))
