@@ -228,6 +228,8 @@ class CompiledFunction:
         self._functions: dict = {function.__code__: [function]} if hasattr(function, "__code__") else {}
         self.watched: dict = {}
         self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
+        # the attribute names the captures' code could read (pyguards.Watcher.names); None: guard them all
+        self.attr_names: set | None = set()
         functools.update_wrapper(self, fn, updated=())
         if "__name__" not in self.__dict__:  # a functools.partial or a callable object: named for the logs
             inner = getattr(fn, "func", None)
@@ -254,7 +256,7 @@ class CompiledFunction:
             add_label("module training flags")
             values.append(tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values())))
             add_label("module parameter/buffer identity")
-            values.append(pyguards.module_attributes(modules))
+            values.append(pyguards.module_attributes(modules, self.attr_names))
             add_label("module attributes")
             values.append(pyguards.module_hooks(module, modules))
             add_label("module hooks")
@@ -287,7 +289,7 @@ class CompiledFunction:
                 from ..nn.modules.module import Module
 
                 if isinstance(value, Module):
-                    values.append(pyguards.module_guard(value))
+                    values.append(pyguards.module_guard(value, self.attr_names))
                 else:
                     values.append(("id", id(value)))
                 add_label(f"{path} identity")
@@ -436,7 +438,7 @@ class CompiledFunction:
         if len(self.cache) >= config.cache_size_limit:
             self.gave_up = True
             return result
-        return self._store(tracer, result, ok, key, labels, state.enabled)
+        return self._store(tracer, result, ok, key, labels, state.enabled, args=args, kwargs=kwargs)
 
     def _trace(self, args, kwargs, validating=False):
         if not validating:
@@ -454,6 +456,10 @@ class CompiledFunction:
             tracer.graphs[-1].exit_grad_enabled = state.enabled
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
+        names = self.attr_names
+        if names is not None and (watcher.names is None or not watcher.names <= names):
+            self.attr_names = None if watcher.names is None else names | watcher.names
+            tracer.new_attr_names = True
         ok = tracer.finish(result)
         wrote = watcher.written()
         self.written.update(ident for ident, _ in wrote)
@@ -514,13 +520,15 @@ class CompiledFunction:
     def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
         tracer, result, ok = self._trace(args, kwargs)
-        return self._store(tracer, result, ok, key, labels, entry_mode, previous, retried)
+        return self._store(tracer, result, ok, key, labels, entry_mode, previous, retried, args, kwargs)
 
-    def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False):
+    def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False, args=(), kwargs=None):
         """Compile a capture (or keep its graph breaks) under its guard key; returns the call's result."""
         if tracer.new_globals or getattr(tracer, "wrote_python", False):  # valid for the values this capture read
             key = key[:-1] + (pyguards.read_globals(self.watched, self.written),)
             labels = labels[:-1] + [self._globals_label()]
+        if getattr(tracer, "new_attr_names", False):  # the key's attribute guards, over the names now known
+            key, labels = self._walk_again(key, labels, args, kwargs)
         if ok and len(tracer.graphs) > 1:
             self.graph_breaks.extend(tracer.breaks)
             codegen.log("graph_breaks", "\n".join(f"graph break in {self.__name__} (split: the segments are "
@@ -556,6 +564,17 @@ class CompiledFunction:
         self.cache[key] = entry
         self.labels[key] = labels
         return result
+
+    def _walk_again(self, key, labels, args, kwargs):
+        """`key` with its module-attribute guards taken anew (after a capture found more attribute names the
+        code reads); the other guards keep their values from before the call (which may have changed grad mode
+        or a global)."""
+        fresh, fresh_labels = self._walk(args, kwargs or {}, True)
+        if len(fresh) != len(key):
+            return key, labels
+        merged = tuple(new if label == "module attributes" or (type(old) is tuple and old[:1] == ("module",))
+                       else old for label, old, new in zip(labels, key, fresh))
+        return merged, labels
 
     def _compile_generic(self, graph, signature, previous, key, labels):
         """A size-generic CompiledGraph and its key pattern, or (None, None) with the reason logged."""

@@ -12,6 +12,10 @@ than bytecode, guards on:
   (found by the same watcher: `Watcher._closure`; closures made during the call are its own locals);
 - the attributes of a compiled module and of its submodules, private ones and user classes' class
   attributes included (`module_attributes`), with their training flags, parameters, buffers and hooks.
+  Only attributes whose name the code that ran could read are guarded (`Watcher.names`: the names and string
+  constants of every function called, ember's included), so that a counter the training loop bumps
+  (`model.steps += 1`) and forward never reads does not recapture every call; user code that reads
+  attributes by a computed name (`getattr(self, name)`, `vars(self)`) makes every attribute guarded again.
 What is guarded, by kind of value (`_key`):
 - scalars (Python's and NumPy's, dtypes, devices, and tuples of them such as a namedtuple) by value;
 - tensors by identity: the graph reads a tensor it names at its current value (in-place updates are seen),
@@ -22,10 +26,10 @@ What is guarded, by kind of value (`_key`):
   module read as a config (`Config.scale`, `config.SCALE`), including the modules they hold.
 
 Not everything is seen: settings nested two levels down (`self.config.attn.scale`), Python modules without a
-file, and nothing while another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures.
-Guarding a whole object's scalars when the graph read only one can also recompile where torch would not (a
-counter attribute that changes every call): the price of not reading bytecode, paid in recompiles, never in
-wrong values.
+file, and nothing while another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures
+(module attributes are then all guarded).  Guarding by name rather than by each read can still recompile where
+torch would not (a counter attribute forward reads only in a branch it did not take, or a settings object's
+scalar the graph did not use): the price of not reading bytecode, paid in recompiles, never in wrong values.
 
 The other direction, Python state the function *writes*, is not replayed: a list argument appended to, a
 global dict or number updated, a module attribute rebound in forward (`self.last_attention = weights`).
@@ -225,12 +229,16 @@ class Watcher:
         # code -> the functions found for it (kept by the compiled function across its captures, seeded with
         # itself: called as `self.fn`, it is in no caller's namespace, and gc.get_referrers costs ~30 ms)
         self.functions = {} if functions is None else functions
+        # the attribute names the code that ran could read (None: unknown, guard every attribute)
+        self.names: set | None = set()
 
     def __enter__(self) -> Watcher:
         self._origin = sys._getframe(1)  # frames from here up are outside the capture
         if sys.getprofile() is None:  # never displace another profiler
             sys.setprofile(self._hook)
             self._active = True
+        else:
+            self.names = None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -247,10 +255,15 @@ class Watcher:
             return
         if _library(code.co_filename):
             self._seen.add(code)
+            if self.names is not None:
+                self.names.update(_attribute_names(code, library=True))
             return
         if self._importing(frame):  # an import hook (pytest's) or a module body: not the function's reads
             return
         self._seen.add(code)
+        if self.names is not None:
+            names = _attribute_names(code, library=False)
+            self.names = None if names is None else self.names | names
         namespace = frame.f_globals
         for name in _global_names(code):
             self._read(namespace, name)
@@ -362,6 +375,25 @@ def _global_names(code) -> tuple:
     return names
 
 
+_ATTRIBUTE_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# what reads an attribute by a computed name: with one of these in user code, any attribute may have been read
+_DYNAMIC_ACCESS = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "__getattribute__"))
+
+
+def _attribute_names(code, library: bool) -> frozenset | None:
+    """The attribute names `code` can read: its names (attribute and global names alike, a harmless superset)
+    and its identifier string constants (`getattr(self, "scale")`); None if user code reads attributes by a
+    computed name.  ember's own code is taken at its names: its computed reads are of parameters and modules,
+    which have their own guards."""
+    names = _ATTRIBUTE_NAMES.get(code, _MISSING)
+    if names is _MISSING:
+        names = frozenset(code.co_names).union(c for c in code.co_consts if type(c) is str and c.isidentifier())
+        if not library and not names.isdisjoint(_DYNAMIC_ACCESS):
+            names = None
+        _ATTRIBUTE_NAMES[code] = names
+    return names
+
+
 class _Cell:
     """A closure cell seen as a one-name namespace, so that the watcher reads cells and globals alike."""
 
@@ -431,13 +463,13 @@ def module_hooks(root, modules: list) -> tuple:
     return signature
 
 
-def module_guard(module) -> tuple:
-    """What a graph depends on in a module it reached through a global, a closure or a container (not an
-    argument or the compiled module, whose guards are separate): its identity, training flags, parameter and
-    buffer identities, attributes and hooks."""
+def module_guard(module, names=None) -> tuple:
+    """What a graph depends on in a module it reached through an argument, a global, a closure or a container
+    (the compiled module's guards are separate): its identity, training flags, parameter and buffer
+    identities, attributes (those in `names`, if given: see module_attributes) and hooks."""
     modules = list(module.modules())
     return ("module", id(module), tuple(m.training for m in modules), module_tensors(modules),
-            module_attributes(modules), module_hooks(module, modules))
+            module_attributes(modules, names), module_hooks(module, modules))
 
 
 def module_tensors(modules: list) -> tuple:
@@ -445,19 +477,22 @@ def module_tensors(modules: list) -> tuple:
     return tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values()))
 
 
-def module_attributes(modules: list) -> tuple:
+def module_attributes(modules: list, names=None) -> tuple:
     """Each module's scalar attributes (private ones too, `self._scale`; besides `training`, guarded on its own)
     by value, its plain tensor attributes (not parameters or buffers, which have their own guards) by
     identity, its settings objects (`self.config`, a list of helper modules) by content, and the public scalar
-    class attributes of user-defined module classes (`class Net(nn.Module): scale = 2.0`)."""
+    class attributes of user-defined module classes (`class Net(nn.Module): scale = 2.0`).  With `names` (a
+    set), only attributes of those names: the ones the captures' code could read (`Watcher.names`)."""
     out = []
+    every = names is None
     for m in modules:
         # one comprehension, cheapest tests first: this runs on every call, for every submodule
         items = [(k, (type(v), v) if type(v) in SCALARS else _key(v)) for k, v in m.__dict__.items()
-                 if k not in _MODULE_OWN and (type(v) in SCALARS or (_scalar(v) if k[0] == "_" else _guarded(v)))]
+                 if (every or k in names) and k not in _MODULE_OWN
+                 and (type(v) in SCALARS or (_scalar(v) if k[0] == "_" else _guarded(v)))]
         for klass in _user_bases(type(m)):
             items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
-                      if k[0] != "_" and _scalar(v)]
+                      if (every or k in names) and k[0] != "_" and _scalar(v)]
         out.append(tuple(items))
     return tuple(out)
 

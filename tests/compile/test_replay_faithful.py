@@ -622,3 +622,89 @@ def test_hooks_elsewhere_do_not_recompile_and_globals_subscript_is_guarded():
             np.testing.assert_array_equal(compiled(ember.ones(2)).numpy(), [value, value])
     finally:
         S_GLOBAL = 1.0
+
+
+
+class _Counted(nn.Module):
+    """A model with a counter the training loop bumps (forward never reads it) and attributes it does read:
+    directly, and through a property over a private attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.steps = 0
+        self.scale = 2.0
+        self._shift = 1.0
+
+    @property
+    def shift(self):
+        return self._shift
+
+    def forward(self, x):
+        return self.lin(x) * self.scale + self.shift
+
+
+class _ComputedName(_Counted):
+    """Reads an attribute by a computed name, which no code names."""
+
+    def __init__(self):
+        super().__init__()
+        self.which = "scale"
+
+    def forward(self, x):
+        return self.lin(x) * getattr(self, self.which) + self.shift
+
+
+def _expected(model, x):
+    return (model.lin(x) * getattr(model, getattr(model, "which", "scale")) + model._shift).detach().numpy()
+
+
+def test_attribute_forward_never_reads_does_not_recompile():
+    """A counter bumped outside forward (`model.steps += 1`) was guarded with every other attribute: each call
+    recaptured until the recompile limit, then the model ran eagerly.  Only names the captured code can read are
+    guarded now; those still are, a property's private attribute included."""
+    model = _Counted()
+    compiled = ember.compile(model)
+    x = ember.ones(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            np.testing.assert_allclose(compiled(x).detach().numpy(), _expected(model, x), rtol=1e-6)
+            model.steps += 1
+    assert compiled._compiled.captures == 1
+    for name, value in (("scale", 3.0), ("_shift", -1.0)):
+        setattr(model, name, value)
+        np.testing.assert_allclose(compiled(x).detach().numpy(), _expected(model, x), rtol=1e-6)
+    assert compiled._compiled.captures == 3
+
+
+def test_attribute_read_by_computed_name_is_guarded():
+    """`getattr(self, self.which)` names no attribute in the code: every attribute is guarded again."""
+    model = _ComputedName()
+    model.other = 5.0
+    compiled = ember.compile(model)
+    x = ember.ones(2, 3)
+    compiled(x)
+    for which, value in (("other", 5.0), ("other", 7.0)):
+        model.which = which
+        model.other = value
+        np.testing.assert_allclose(compiled(x).detach().numpy(), _expected(model, x), rtol=1e-6)
+    assert compiled._compiled.attr_names is None
+
+
+def test_attributes_all_guarded_under_another_profiler():
+    """With sys.setprofile taken (cProfile), the names read are unknown: every attribute is guarded."""
+    import sys
+
+    model = _Counted()
+    compiled = ember.compile(model)
+    x = ember.ones(2, 3)
+    sys.setprofile(lambda *args: None)
+    try:
+        compiled(x)
+    finally:
+        sys.setprofile(None)
+    assert compiled._compiled.attr_names is None
+    model.steps += 1
+    compiled(x)
+    assert compiled._compiled.captures == 2
