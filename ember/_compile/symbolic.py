@@ -20,8 +20,11 @@ graph as before.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
+
+import numpy as np
 
 from .graph import Value, iter_values
 
@@ -250,10 +253,19 @@ def signature(graph) -> list:
             position[id(value)] = (number, value.index)
         args = _map_values(node.args, position)
         rows.append((node, node.kind, node.op, args, dict(node.params), [v.shape for v in node.results],
-                     id(node.tensor) if node.kind == "external" else None, node.grad_enabled))
+                     _external_key(node) if node.kind == "external" else None, node.grad_enabled))
     output = _map_values(graph.output.structure, position) if graph.output is not None else None
     mutations = [(position.get(id(t)), position.get(id(n)), mode) for t, n, mode in graph.mutations]
     return [rows, output, mutations]
+
+
+def _external_key(node):
+    """An external tensor's identity; for a tensor made in the function (a pooling kernel of ones, a mask), made
+    anew by each capture, its dtype, shape and contents: the same constant at two sizes is one constant."""
+    array = node.tensor._data
+    if not getattr(node, "created", False) or type(array) is not np.ndarray:  # (a device array: by identity)
+        return id(node.tensor)
+    return ("made", array.dtype.str, array.shape, hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())
 
 
 def _map_values(structure, position):

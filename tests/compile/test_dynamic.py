@@ -222,3 +222,34 @@ def test_dynamic_false_never_generalizes():
     for B in (2, 3, 4):
         compiled(ember.randn(B, 5))
     assert compiled.captures == 3 and not compiled.generic
+
+
+def test_tensors_made_in_the_function_compare_by_contents():
+    """AdaptiveAvgPool2d makes its kernel of ones and its counts in forward: each capture made new ones, so two
+    batch sizes never gave a size-generic graph (a CNN got a graph per batch size).  Made tensors now compare
+    by dtype, shape and contents; one whose contents depend on the size still gets a graph per size, and a
+    size at which they differ from the generic graph's is traced to its own graph."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(4, 2)).eval()
+    compiled = ember.compile(model)
+    with ember.no_grad():
+        for B in (8, 5, 3, 6):
+            x = ember.randn(B, 3, 8, 8)
+            np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled._compiled.captures == 2 and compiled._compiled.validations == 2
+
+    def capped(x):
+        return x * ember.full((4,), float(min(x.shape[0], 6)))
+
+    compiled = ember.compile(capped)
+    for B in (8, 7, 3, 9):
+        x = ember.ones(B, 4)
+        np.testing.assert_array_equal(compiled(x).numpy(), capped(x).numpy())
+    # 8 and 7 captured (generic); 3 and 9 traced to check: 3 does not fit (its own graph), 9 does
+    assert (compiled.captures, compiled.validations, len(compiled.cache), len(compiled.matched)) == (2, 2, 3, 1)
+
+    compiled = ember.compile(lambda x: x * ember.full((4,), float(x.shape[0])))
+    for B in (2, 3, 4):
+        np.testing.assert_array_equal(compiled(ember.ones(B, 4)).numpy(), np.full((B, 4), B, np.float32))
+    assert compiled.captures == 3
