@@ -246,7 +246,9 @@ def _adaptive_avg(dims, input, output_size, name):
         if dims == 1:
             return quantized_ops.adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + out).squeeze(-2)
         raise NotImplementedError("ember has no quantized adaptive_avg_pool3d")
-    if all(spatial[i] % out[i] == 0 for i in range(dims)):
+    if all(o == 1 for o in out):  # global pooling: a mean, as ATen does (no window machinery, no kernel of ones)
+        result = x.mean(tuple(range(2, 2 + dims)), keepdim=True)
+    elif all(spatial[i] % out[i] == 0 for i in range(dims)):
         kernel = tuple(spatial[i] // out[i] for i in range(dims))
         result = _avg_pool(dims, name, x, kernel, kernel, 0, False, True, None)
     else:

@@ -225,13 +225,13 @@ def test_dynamic_false_never_generalizes():
 
 
 def test_tensors_made_in_the_function_compare_by_contents():
-    """AdaptiveAvgPool2d makes its kernel of ones and its counts in forward: each capture made new ones, so two
-    batch sizes never gave a size-generic graph (a CNN got a graph per batch size).  Made tensors now compare
+    """AdaptiveAvgPool2d((2, 2)) makes its kernel of ones in forward: each capture made a new one, so two batch
+    sizes never gave a size-generic graph (a CNN got a graph per batch size).  Made tensors now compare
     by dtype, shape and contents; one whose contents depend on the size still gets a graph per size, and a
     size at which they differ from the generic graph's is traced to its own graph."""
     ember.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                          nn.Linear(4, 2)).eval()
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                          nn.Linear(16, 2)).eval()
     compiled = ember.compile(model)
     with ember.no_grad():
         for B in (8, 5, 3, 6):
