@@ -561,6 +561,8 @@ class Tensor:
 
                 view_nodes.rebase_view(self, result)
         if _dispatch.tracer is not None:  # ember.compile: this tensor now stands for result's value
+            if result._dtype is not self._dtype:  # (bf16 `h += fp32`: the value kept is the cast, recorded)
+                result = result.to(self._dtype)
             _dispatch.tracer.inplace(self, result)
         return self
 

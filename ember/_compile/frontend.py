@@ -230,6 +230,7 @@ class CompiledFunction:
         self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
         # the attribute names the captures' code could read (pyguards.Watcher.names); None: guard them all
         self.attr_names: set | None = set()
+        self._pinned: dict = {}  # id -> object guarded by identity in a cache key (see _walk)
         functools.update_wrapper(self, fn, updated=())
         if "__name__" not in self.__dict__:  # a functools.partial or a callable object: named for the logs
             inner = getattr(fn, "func", None)
@@ -290,8 +291,13 @@ class CompiledFunction:
 
                 if isinstance(value, Module):
                     values.append(pyguards.module_guard(value, self.attr_names))
-                else:
-                    values.append(("id", id(value)))
+                else:  # settings objects and NumPy arrays by contents (what a capture read), others by identity
+                    guard = pyguards._key(value)
+                    if labelled and guard[:1] == ("id",):
+                        # the graph will be kept under this id: hold the object, or a fresh one made at the same
+                        # address after it is freed would match it
+                        self._pinned[id(value)] = value
+                    values.append(guard)
                 add_label(f"{path} identity")
 
         for index, arg in enumerate(args):
@@ -463,7 +469,7 @@ class CompiledFunction:
         ok = tracer.finish(result)
         wrote = watcher.written()
         self.written.update(ident for ident, _ in wrote)
-        written = effects.changed() + [f"global {name}" for _, name in wrote]
+        written = effects.changed() + [f"global {name}" for _, name in wrote] + tracer.python_writes
         if written:  # a replay would not make these writes: this guard set runs eagerly (pyguards)
             why = (f"Python state written during the call ({'; '.join(written)}): a replay would not write it, "
                    "so the call runs eagerly")

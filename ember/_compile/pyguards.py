@@ -44,7 +44,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import dis
+import functools
 import gc
+import hashlib
 import os
 import sys
 import sysconfig
@@ -131,7 +133,7 @@ def _settings(value):
     if isinstance(value, types.ModuleType):
         filename = getattr(value, "__file__", None)
         return value.__dict__ if filename is not None and not _library(filename) else None
-    if callable(value) or not _user_class(kind):
+    if isinstance(value, _FUNCTIONS) or not _user_class(kind):  # (a user object with __call__ is settings)
         return None
     namespace = getattr(value, "__dict__", None)
     if type(namespace) is dict:
@@ -142,6 +144,18 @@ def _settings(value):
 
 
 _NAMESPACES = (types.SimpleNamespace, argparse.Namespace)
+_CONTAINERS = (list, dict, set)
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.BuiltinMethodType,
+              functools.partial)
+
+
+def _array_key(array: np.ndarray) -> tuple:
+    """A NumPy array a graph may have baked in (`ember.tensor(self.table)`, `from_numpy(W)`): by shape, dtype
+    and a digest of its contents, so that an array rebound or written in place recaptures."""
+    data = np.ascontiguousarray(array)
+    if data.dtype.hasobject:
+        return ("ndarray-id", id(array))
+    return ("ndarray", array.shape, data.dtype.str, hashlib.blake2b(data.view(np.uint8), digest_size=16).digest())
 _USER_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -168,13 +182,16 @@ def _contents(namespace) -> tuple:
             out.append((k, (type(v), v)))
         elif isinstance(v, Tensor):
             out.append((k, ("id", id(v))))
+        elif type(v) is np.ndarray:
+            out.append((k, _array_key(v)))
         elif isinstance(v, _Module()):
             out.append((k, module_guard(v)))
     return tuple(out)
 
 
 def _guarded(value) -> bool:
-    return _scalar(value) or isinstance(value, (Tensor, _Module())) or _settings(value) is not None
+    return (_scalar(value) or isinstance(value, (Tensor, _Module())) or type(value) is np.ndarray
+            or _settings(value) is not None)
 
 
 _MODULE_CLASS: list = []
@@ -197,6 +214,8 @@ def _key(value):
         return (type(value), value)
     if isinstance(value, _Module()):  # a model used from a global or a closure: net.eval() must recapture
         return module_guard(value)
+    if type(value) is np.ndarray:
+        return _array_key(value)
     namespace = None if isinstance(value, Tensor) else _settings(value)
     return ("id", id(value)) if namespace is None else ("settings", type(value), _contents(namespace))
 
@@ -212,6 +231,10 @@ def _state(value):
         return ("set", id(value), len(value))
     if _scalar(value):
         return (type(value), value)
+    namespace = getattr(value, "__dict__", None)
+    if type(namespace) is dict and _user_class(type(value)) and not isinstance(value, (Tensor, _Module())):
+        # a user object (a logger, a settings object): `log.last = y` in the function is a write a replay skips
+        return ("object", id(value), tuple((k, id(v)) for k, v in namespace.items()))
     return None
 
 
@@ -489,7 +512,7 @@ def module_attributes(modules: list, names=None) -> tuple:
         # one comprehension, cheapest tests first: this runs on every call, for every submodule
         items = [(k, (type(v), v) if type(v) in SCALARS else _key(v)) for k, v in m.__dict__.items()
                  if (every or k in names) and k not in _MODULE_OWN
-                 and (type(v) in SCALARS or (_scalar(v) if k[0] == "_" else _guarded(v)))]
+                 and (type(v) in SCALARS or type(v) is np.ndarray or (_scalar(v) if k[0] == "_" else _guarded(v)))]
         for klass in _user_bases(type(m)):
             items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
                       if (every or k in names) and k[0] != "_" and _scalar(v)]
@@ -550,7 +573,8 @@ class SideEffects:
 
 
 def _module_state(module) -> tuple:
-    entries = [(k, id(v)) for k, v in module.__dict__.items()]
+    # attributes by identity; a list, dict or set attribute by its items too (`self.history.append(loss)`)
+    entries = [(k, _state(v) if type(v) in _CONTAINERS else id(v)) for k, v in module.__dict__.items()]
     for slot in ("_parameters", "_buffers", "_modules"):
         entries += [(f"{slot}[{k!r}]", id(v)) for k, v in module.__dict__.get(slot, {}).items()]
     return tuple(entries)

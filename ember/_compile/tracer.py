@@ -162,6 +162,7 @@ class Tracer:
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
+        self.python_writes: list = []  # Python state library code wrote during the capture (a replay would not)
         self.created = weakref.WeakValueDictionary()  # id -> tensor made during the capture (Tensor._make)
         self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
         self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read

@@ -271,7 +271,9 @@ def _eligible(value, device_type) -> bool:
 def _cast_tensor(tensor: Tensor, dtype) -> Tensor:
     if tensor._dtype is dtype:
         return tensor
-    cacheable = _cache_enabled and tensor._requires_grad and tensor._grad_fn is None
+    # (not while ember.compile captures: a cast cached before the capture is no op of its trace, and would be
+    # frozen into the graph as a constant holding the weights of that moment)
+    cacheable = _cache_enabled and tensor._requires_grad and tensor._grad_fn is None and _dispatch.tracer is None
     if cacheable:
         hit = _cache.get(id(tensor))
         if hit is not None and hit[0] is tensor and hit[1] is dtype:

@@ -110,6 +110,8 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev) -> None:
+        if ember._dispatch.tracer is not None:  # ember.compile: a replay would not create this state
+            ember._dispatch.tracer.python_writes.append("GradScaler's scale state, created lazily")
         self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=dev)
         self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32, device=dev)
 

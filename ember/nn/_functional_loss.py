@@ -244,7 +244,6 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False, size_average=None,
                      eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:
-    from .. import where
 
     if log_input:
         loss = input.exp() - target * input
@@ -252,7 +251,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
         loss = input - target * (input + eps).log()
     if full:
         stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
-        loss = loss + where(target > 1, stirling, stirling * 0)
+        loss = loss + stirling.masked_fill(target <= 1, 0)  # (as torch: the term is nan or -inf at target 0)
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
 
 

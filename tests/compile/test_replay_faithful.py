@@ -708,3 +708,151 @@ def test_attributes_all_guarded_under_another_profiler():
     model.steps += 1
     compiled(x)
     assert compiled._compiled.captures == 2
+
+
+def test_object_arguments_are_guarded_by_contents_or_held():
+    """A NumPy array, dataclass or callable-object argument was guarded by id() alone, with nothing holding the
+    object: a fresh one made at a freed address (or one changed in place) replayed another's values."""
+    import dataclasses
+
+    def weighted(x, w):
+        return x * ember.from_numpy(w)
+
+    compiled = ember.compile(weighted)
+    x = ember.ones(3)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        w = rng.standard_normal(3).astype(np.float32)
+        np.testing.assert_array_equal(compiled(x, w).numpy(), weighted(x, w).numpy())
+        del w
+
+    @dataclasses.dataclass
+    class Opts:
+        temperature: float
+
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, t):
+            return t * self.k
+
+    def tempered(x, o):
+        return (x / o.temperature).softmax(-1)
+
+    def applied(x, act):
+        return act(x).sum()
+
+    compiled, compiled_act = ember.compile(tempered), ember.compile(applied)
+    x = ember.tensor([[1.0, 2.0, 3.0]])
+    opts, act = Opts(1.0), Scale(2.0)
+    for t in (1.0, 0.25):
+        opts.temperature = act.k = t
+        np.testing.assert_allclose(compiled(x, opts).numpy(), tempered(x, opts).numpy(), rtol=1e-6)
+        assert compiled_act(x, act).item() == applied(x, act).item()
+    for t in (1.0, 0.25, 4.0):
+        np.testing.assert_allclose(compiled(x, Opts(t)).numpy(), tempered(x, Opts(t)).numpy(), rtol=1e-6)
+
+
+TABLE = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+
+
+def test_numpy_arrays_read_in_the_function_are_guarded():
+    """`ember.tensor(self.table)` / `from_numpy(TABLE)` bake the array into the graph: a module attribute
+    rebound to another array, or a global array written in place, replayed the first values."""
+    class Tabled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = np.ones(3, dtype=np.float32)
+
+        def forward(self, x):
+            return x * ember.tensor(self.table)
+
+    model = Tabled()
+    compiled = ember.compile(model)
+    x = ember.ones(3)
+    for s in range(3):
+        model.table = np.full(3, float(s), dtype=np.float32)
+        np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    compiled = ember.compile(lambda x: x * ember.from_numpy(TABLE))
+    for s in range(3):
+        TABLE[0] = 10.0 * s
+        np.testing.assert_array_equal(compiled(x).numpy(), (x * ember.from_numpy(TABLE)).numpy())
+
+
+def test_autocast_cached_weight_cast_is_not_frozen():
+    """Inside one autocast region the bf16 casts of the weights are cached: a capture that found them cached
+    recorded them as constants, and replays kept the weights of that moment."""
+    ember.manual_seed(0)
+    model = nn.Linear(4, 3)
+    compiled = ember.compile(model)
+    x = ember.ones(2, 4)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        model(x)  # caches the casts
+        compiled(x)  # captures with the cache full
+    with ember.no_grad():
+        model.weight.zero_()
+        model.bias.zero_()
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert compiled(x).float().abs().sum().item() == 0.0
+
+
+def test_grad_scaler_state_created_in_a_capture_is_not_frozen():
+    """GradScaler.scale() creates its scale tensor on first use: made during a capture, it was copied into every
+    replay, so scaler.update() was never seen."""
+    scaler = ember.amp.GradScaler("cpu", init_scale=16.0)
+    w = ember.ones(3, requires_grad=True)
+    scaled = ember.compile(lambda x: scaler.scale((x * w).sum()))
+    x = ember.ones(3)
+    for _ in range(3):
+        assert scaled(x).item() == scaler.scale((x * w).sum()).item()
+        scaler.update(new_scale=scaler.get_scale() * 2)
+
+
+class _Log:
+    last = None
+
+
+LOG = _Log()
+
+
+def test_writes_to_module_containers_and_user_objects_run_eagerly():
+    """`self.history.append(...)`, `self.stats[k] = ...` and `LOG.last = ...` in forward were skipped on replay
+    (only rebinding a module attribute was noticed): such calls now run eagerly, as other Python writes do."""
+    class Logging(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.history, self.stats = [], {}
+
+        def forward(self, x):
+            y = self.lin(x)
+            self.history.append(1)
+            self.stats["mean"] = y.detach().mean()
+            LOG.last = y.detach().sum()
+            return y
+
+    model = Logging()
+    compiled = ember.compile(model)
+    for i in range(3):
+        x = ember.full((2, 3), float(i))
+        compiled(x)
+        assert len(model.history) == i + 1
+        expected = model.lin(x).detach()
+        np.testing.assert_allclose(model.stats["mean"].item(), expected.mean().item(), rtol=1e-6)
+        np.testing.assert_allclose(LOG.last.item(), expected.sum().item(), rtol=1e-6)
+
+
+def test_in_place_op_keeps_the_target_dtype():
+    """bf16 `h += fp32` keeps h bfloat16 in eager (and torch); the replay made h, and what followed, float32."""
+    def fn(x, r):
+        h = x * 2
+        h += r
+        return h * 3
+
+    compiled = ember.compile(fn)
+    x, r = ember.randn(3, dtype=ember.bfloat16), ember.full((3,), 1e-3)
+    for _ in range(3):
+        out = compiled(x, r)
+        assert out.dtype == ember.bfloat16
+        np.testing.assert_array_equal(out.float().numpy(), fn(x, r).float().numpy())
