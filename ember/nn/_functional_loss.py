@@ -12,7 +12,7 @@ import warnings
 from .. import _dtype as dt
 from .._dispatch import OpDef, call, keep
 from .._tensor import Tensor
-from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, softplus
+from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, range_check, softplus
 
 __all__ = [
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
@@ -194,8 +194,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.")
-    if input.numel() and (float(input.min().item()) < 0 or float(input.max().item()) > 1):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    message = "all elements of input should be between 0 and 1"
+    input = range_check(input, 0, 1, message, message)
     # torch clamps the log terms at -100 so that 0 and 1 give finite losses.
     loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
     if weight is not None:

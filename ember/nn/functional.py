@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _dtype as dt
-from .._dispatch import call
+from .._dispatch import OpDef, call, keep
 from .._ops import nn_ops
 from .._ops.nn_ops import linear  # noqa: F401  (F.linear is the registry's op)
 from .._ops.nn_ops import log_softmax as _log_softmax
@@ -364,15 +364,34 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
         weight.index_copy_(0, rows, selected * scale)
 
 
+def _range_check_impl(xp, a, low, high, below, above):
+    """Raise RuntimeError(below) if an element is under `low` or is nan, RuntimeError(above) if one is over
+    `high`; else pass the array on.  An op, not Python reads of the values (`x.min().item()`), so that a
+    compiled graph keeps the check instead of breaking on it every call."""
+    if a.size:
+        if not bool((a >= low).all()):
+            raise RuntimeError(below)
+        if not bool((a <= high).all()):
+            raise RuntimeError(above)
+    return a
+
+
+_RANGE_CHECK = OpDef("range_check", _range_check_impl, lambda ctx, g: g, dtype_rule=keep, view=True,
+                     upcast_half=False, meta=lambda args, params: tuple(args[0].shape))
+
+
+def range_check(tensor: Tensor, low, high, below: str, above: str) -> Tensor:
+    """`tensor` itself (a view, gradients pass through) once its values are checked to lie in [low, high]."""
+    return call(_RANGE_CHECK, (tensor,), {"low": low, "high": high, "below": below, "above": above})
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor._dtype is not dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
+    if num_classes == -1:  # (the result's shape depends on the values: a read, a graph break in ember.compile)
         num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min().item()) < 0):
-        raise RuntimeError("Class values must be non-negative.")
-    if tensor.numel() and int(tensor.max().item()) >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
+    tensor = range_check(tensor, 0, num_classes - 1, "Class values must be non-negative.",
+                         "Class values must be smaller than num_classes.")
     out = tensor.new_zeros(tuple(tensor.shape) + (num_classes,))
     return out.scatter(-1, tensor.unsqueeze(-1), 1)
 

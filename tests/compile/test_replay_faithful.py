@@ -856,3 +856,22 @@ def test_in_place_op_keeps_the_target_dtype():
         out = compiled(x, r)
         assert out.dtype == ember.bfloat16
         np.testing.assert_array_equal(out.float().numpy(), fn(x, r).float().numpy())
+
+
+def test_value_checks_are_ops_not_reads():
+    """BCELoss checked its input range with min().item() / max().item(): each batch read new values, so the
+    compiled step retraced every call and then ran eagerly.  The check is an op now (range_check): one
+    capture, and a replay still raises on bad input."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+    loss_fn = nn.BCELoss()
+    step = ember.compile(lambda x, y: loss_fn(model(x).squeeze(1), y) + F.one_hot(y.long(), 2).sum() * 0)
+    for _ in range(5):
+        x, y = ember.randn(16, 8), (ember.rand(16) > 0.5).float()
+        loss = step(x, y)
+        np.testing.assert_allclose(loss.item(), loss_fn(model(x).squeeze(1), y).item(), rtol=1e-6)
+    assert step.captures == 1 and step.recompiles == 0
+    with ember.no_grad():
+        model[0].weight.fill_(float("nan"))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        step(ember.randn(16, 8), ember.ones(16))
