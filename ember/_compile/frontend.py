@@ -255,8 +255,8 @@ class CompiledFunction:
             modules = list(module.modules())  # one walk of the tree for the three guards
             values.append(tuple(m.training for m in modules))
             add_label("module training flags")
-            values.append(tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values())))
-            add_label("module parameter/buffer identity")
+            values.append(pyguards.module_tensors(modules))
+            add_label("module parameter/buffer identity and requires_grad")
             values.append(pyguards.module_attributes(modules, self.attr_names))
             add_label("module attributes")
             values.append(pyguards.module_hooks(module, modules))

@@ -497,7 +497,10 @@ def module_guard(module, names=None) -> tuple:
 
 def module_tensors(modules: list) -> tuple:
     """The identities of the modules' parameters and buffers (`net.weight = Parameter(...)` recaptures)."""
-    return tuple(id(t) for m in modules for t in (*m._parameters.values(), *m._buffers.values()))
+    # (requires_grad too: a layer frozen every other step keeps a graph per state, instead of the external
+    # check dropping one to capture the other each call until the recompile limit)
+    return tuple((id(t), t._requires_grad) if t is not None else None
+                 for m in modules for t in (*m._parameters.values(), *m._buffers.values()))
 
 
 def module_attributes(modules: list, names=None) -> tuple:

@@ -875,3 +875,24 @@ def test_value_checks_are_ops_not_reads():
         model[0].weight.fill_(float("nan"))
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         step(ember.randn(16, 8), ember.ones(16))
+
+
+def test_freezing_a_layer_every_other_step_keeps_both_graphs():
+    """requires_grad was not in the module's guard key: the external check dropped the cached graph of the
+    other state, so alternating freeze/unfreeze recaptured every call and gave up at the recompile limit."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    compiled = ember.compile(model)
+    x = ember.randn(8, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for step in range(10):
+            model[0].requires_grad_(step % 2 == 0)
+            compiled(x).sum().backward()
+            grad = model[2].weight.grad.clone()
+            assert (model[0].weight.grad is not None) == (step % 2 == 0)
+            model.zero_grad()
+            model(x).sum().backward()
+            np.testing.assert_allclose(grad.numpy(), model[2].weight.grad.numpy(), rtol=1e-6)
+            model.zero_grad(set_to_none=True)
+    assert compiled._compiled.captures == 2
