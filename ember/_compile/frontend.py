@@ -331,6 +331,11 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.disabled or config.disable or _dispatch.tracer is not None:
             return self.fn(*args, **kwargs)  # inside another capture: inline (the outer tracer records it)
+        if state.saved_hooks and state.enabled:
+            # under saved-tensor hooks (non-reentrant checkpoint, save_on_cpu) every saved tensor must go through
+            # them, and a checkpoint's recompute must save what its forward saved: a capture's traced run and a
+            # replay save different tensors (CheckpointError), so the call runs eagerly
+            return self.fn(*args, **kwargs)
         if self._owner_inputs is not None:
             args = (self._owner_inputs(),) + args
         return self._call(args, kwargs)

@@ -896,3 +896,20 @@ def test_freezing_a_layer_every_other_step_keeps_both_graphs():
             np.testing.assert_allclose(grad.numpy(), model[2].weight.grad.numpy(), rtol=1e-6)
             model.zero_grad(set_to_none=True)
     assert compiled._compiled.captures == 2
+
+
+def test_non_reentrant_checkpoint_around_a_compiled_block():
+    """The first call of a guard set returns the traced (eager) run, and the checkpoint's recompute replayed the
+    fused graph, which saves other tensors: CheckpointError on the first backward.  Under saved-tensor hooks a
+    compiled function runs eagerly."""
+    from ember.utils.checkpoint import checkpoint
+
+    ember.manual_seed(0)
+    block = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+    compiled = ember.compile(block)
+    for _ in range(3):
+        x = ember.randn(4, 16, requires_grad=True)
+        checkpoint(compiled, x, use_reentrant=False).pow(2).sum().backward()
+        expected = x.detach().requires_grad_()
+        block(expected).pow(2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), expected.grad.numpy(), rtol=1e-5, atol=1e-7)
