@@ -437,6 +437,7 @@ class CompiledFunction:
             why = "it read globals the generic graph's captures did not: " + ", ".join(
                 name for _, name, _ in tracer.new_globals.values())
         else:
+            tracer.graph.mutations = tracer.mutations  # (as _store does: the signature compares the writes)
             why = symbolic.conforms(generic_entry.signature, symbolic.signature(tracer.graph), env)
         if why is None:
             if len(self.matched) >= 1024:

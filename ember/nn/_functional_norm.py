@@ -15,6 +15,7 @@ import numpy as np
 from .._autograd.grad_mode import no_grad
 from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
+from .._dispatch import keep as keep_first
 from .._tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"]
@@ -235,6 +236,17 @@ def _channel_shape(input: Tensor) -> tuple:
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
 
+def _unbiased_impl(xp, biased, input, axes):
+    count = math.prod(input.shape[axis] for axis in axes)
+    return biased * biased.dtype.type(count / max(count - 1, 1))
+
+
+# The running variance's n / (n - 1), computed from the input's shape when the op runs: as a Python float
+# it would be a literal of a compiled graph, which then could not serve another batch size (symbolic.py).
+_UNBIASED = OpDef("unbiased_var", _unbiased_impl, None, dtype_rule=keep_first,
+                  meta=lambda args, params: tuple(args[0].shape))
+
+
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Batch statistics in training (updating running stats with the unbiased variance), running stats in eval."""
@@ -257,7 +269,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                 if running_mean is not None:
                     running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
                 if running_var is not None:
-                    unbiased = biased_var * (count / (count - 1))
+                    unbiased = call(_UNBIASED, (biased_var, input), {"axes": axes})
                     running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
         return y
     if running_mean is None or running_var is None:
@@ -281,10 +293,9 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
     b = bias.reshape(shape) if bias is not None else None
     y, mean, rstd = normalize(input, w, b, axes, eps)
     if running_mean is not None or running_var is not None:
-        count = math.prod(input.shape[2:])
         with no_grad():
             batch_mean = mean.mean(0).reshape(-1)
-            var = ((1.0 / rstd.square() - eps) * (count / max(count - 1, 1))).mean(0).reshape(-1)
+            var = call(_UNBIASED, (1.0 / rstd.square() - eps, input), {"axes": axes}).mean(0).reshape(-1)
             if running_mean is not None:
                 running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
             if running_var is not None:

@@ -253,3 +253,29 @@ def test_tensors_made_in_the_function_compare_by_contents():
     for B in (2, 3, 4):
         np.testing.assert_array_equal(compiled(ember.ones(B, 4)).numpy(), np.full((B, 4), B, np.float32))
     assert compiled.captures == 3
+
+
+def test_batchnorm_training_is_batch_generic_and_updates_running_stats():
+    """The running variance's n/(n-1) was a Python float, a literal of the graph: training BatchNorm got a
+    graph per batch size.  It is an op now (unbiased_var).  And a validation capture's in-place writes (the
+    running stats) were compared before they were attached to its graph, so no size with buffer writes ever
+    fit a generic graph."""
+    import copy
+
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.InstanceNorm2d(4, track_running_stats=True, affine=True), nn.Flatten(),
+                          nn.Linear(4 * 36, 2))
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    for B in (8, 5, 3, 7, 3):
+        x = ember.randn(B, 3, 6, 6)
+        out, expected = compiled(x), twin(x)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+        for (name, a), b in zip(model.state_dict().items(), twin.state_dict().values()):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+        for (name, a), b in zip(model.named_parameters(), twin.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    assert compiled._compiled.captures == 2 and compiled._compiled.validations == 2
