@@ -224,6 +224,9 @@ class CompiledFunction:
         # Python values a capture bakes in (pyguards): the closure's scalar and tensor cells, and the scalar and
         # tensor globals user code read during captures, found as they happen (the key's last element)
         self._cells = pyguards.closure_cells(fn)
+        # a method of a plain object (a trainer's `loss`, an optimizer subclass's `step`): `self`'s attributes
+        # are read like a settings object's on every call (a module's have their own guards)
+        self._bound = owner if owner is not None and self.module is None and pyguards._guarded(owner) else None
         function = getattr(fn, "__func__", fn)  # the closure lookup's cache, seeded with the function itself
         self._functions: dict = {function.__code__: [function]} if hasattr(function, "__code__") else {}
         self.watched: dict = {}
@@ -264,6 +267,9 @@ class CompiledFunction:
         if self._cells:
             values.append(pyguards.read_cells(self._cells))
             add_label("closure variables")
+        if self._bound is not None:
+            values.append(pyguards._key(self._bound))
+            add_label(f"{type(self._bound).__name__} attributes")
         aliases: dict = {}
 
         def leaf(value, path):

@@ -42,6 +42,7 @@ compiling that function).  A global the function writes is then keyed by identit
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import dis
 import functools
@@ -80,7 +81,8 @@ def _library(filename: str) -> bool:
     return filename.startswith(_STDLIB) and "site-packages" not in filename and "dist-packages" not in filename
 
 
-_SMALL = 32  # the most items a settings dict, list or tuple may have to be guarded by content
+_SMALL = 1024  # the most items a settings dict or list may have to be guarded by content (see _key)
+_TUPLE = 32  # the most items a tuple may have to be guarded as a scalar value
 
 
 def _value_types() -> tuple:
@@ -105,7 +107,7 @@ def _scalar(value) -> bool:
         _VALUES = _value_types()
     if isinstance(value, _VALUES):
         return True
-    if not isinstance(value, tuple) or len(value) > _SMALL:
+    if not isinstance(value, tuple) or len(value) > _TUPLE:
         return False
     for v in value:  # (a loop, not all(genexpr): a module's kernel_size is checked on every call)
         if type(v) not in SCALARS and not isinstance(v, _VALUES):
@@ -120,9 +122,9 @@ def _settings(value):
     user Python modules read as configs (`Config.scale`, `import config; config.SCALE`).  Functions, ember's
     and NumPy's objects (optimizers, loaders) and the standard library's are not."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or isinstance(value, dict):  # (OrderedDict, defaultdict: read as settings too)
         return value if len(value) <= _SMALL else None
-    if kind is list:
+    if kind is list or kind is collections.deque:  # (a deque of recent rewards read for a baseline)
         return dict(enumerate(value)) if len(value) <= _SMALL else None
     if kind in _NAMESPACES:
         return value.__dict__
@@ -191,7 +193,58 @@ def _contents(namespace) -> tuple:
 
 def _guarded(value) -> bool:
     return (_scalar(value) or isinstance(value, (Tensor, _Module())) or type(value) is np.ndarray
-            or _settings(value) is not None)
+            or _settings(value) is not None or _training_state(value) is not None
+            or type(value) in _CONTAINERS or type(value) is collections.deque)
+
+
+_OPTIM_CLASSES: list = []
+
+
+def _training_state(value):
+    """An optimizer's hyperparameters by value (a function reading `opt.param_groups[0]["lr"]` for a manual
+    weight decay) and an lr scheduler's epoch and last lrs (`sched.get_last_lr()`); None for anything else.
+    They are ember's objects, not settings, and read two levels deep."""
+    if not _OPTIM_CLASSES:
+        from ..optim.lr_scheduler import LRScheduler
+        from ..optim.optimizer import Optimizer
+
+        _OPTIM_CLASSES.extend((Optimizer, LRScheduler))
+    optimizer, scheduler = _OPTIM_CLASSES
+    if isinstance(value, optimizer):
+        return ("optimizer", id(value), tuple(tuple((k, _hyper(v)) for k, v in group.items() if k != "params")
+                                              for group in value.param_groups),
+                # a user subclass's own settings (`self.clip` of a clipping SGD)
+                _contents(value.__dict__) if _user_class(type(value)) else (),
+                _hook_state((value.__dict__.get("_optimizer_step_pre_hooks", {}),
+                             value.__dict__.get("_optimizer_step_post_hooks", {}))))
+    if isinstance(value, scheduler):
+        return ("scheduler", id(value), value.last_epoch, _hyper(getattr(value, "_last_lr", None)),
+                _training_state(value.optimizer))
+    return None
+
+
+def _hook_state(dicts) -> tuple:
+    """Hook dicts' handle ids, and the settings-like state of hooks that hold some (see _stateful)."""
+    return tuple((tuple(hooks), tuple(_key(holder) for holder in _stateful(hooks))) for hooks in dicts if hooks)
+
+
+def _stateful(hooks) -> list:
+    """The hooks of a hook dict that carry state a graph may bake in: a callable object (`self.s`), or a bound
+    method's object."""
+    found = []
+    for hook in hooks.values():
+        holder = getattr(hook, "__self__", None) if isinstance(hook, types.MethodType) else hook
+        if holder is not None and not isinstance(holder, _FUNCTIONS) and _guarded(holder):
+            found.append(holder)
+    return found
+
+
+def _hyper(value):
+    if _scalar(value):
+        return (type(value), value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_hyper(v) for v in value)
+    return ("id", id(value))
 
 
 _MODULE_CLASS: list = []
@@ -216,7 +269,13 @@ def _key(value):
         return module_guard(value)
     if type(value) is np.ndarray:
         return _array_key(value)
+    training = _training_state(value)
+    if training is not None:
+        return training
     namespace = None if isinstance(value, Tensor) else _settings(value)
+    if namespace is None and (type(value) in _CONTAINERS or type(value) is collections.deque):
+        # a container too long to compare item by item: its length at least (a history appended to)
+        return ("id", id(value), len(value))
     return ("id", id(value)) if namespace is None else ("settings", type(value), _contents(namespace))
 
 
@@ -476,14 +535,19 @@ def module_hooks(root, modules: list) -> tuple:
 
     changes = module_file.hook_changes[0]
     seen = _HOOKS_SEEN.get(root)
-    if seen is not None and seen[0] == changes:
+    if seen is None or seen[0] != changes:
+        names = module_file.HOOK_DICT_NAMES
+        dicts = [m.__dict__.get(name, {}) for m in modules for name in names]
+        dicts += [module_file._global_forward_hooks, module_file._global_forward_pre_hooks,
+                  module_file._global_backward_hooks]
+        signature = tuple(tuple(hooks) for hooks in dicts)
+        # a hook with state -- a callable object (`self.s`), a bound method's object -- is read like a settings
+        # object on every call (its values were baked into the graph at capture)
+        stateful = [holder for hooks in dicts for holder in _stateful(hooks)]
+        seen = _HOOKS_SEEN[root] = (changes, signature, tuple(stateful))
+    if not seen[2]:
         return seen[1]
-    names = module_file.HOOK_DICT_NAMES
-    signature = (tuple(tuple(tuple(m.__dict__.get(name, ())) for name in names) for m in modules),
-                 tuple(module_file._global_forward_hooks), tuple(module_file._global_forward_pre_hooks),
-                 tuple(module_file._global_backward_hooks))
-    _HOOKS_SEEN[root] = (changes, signature)
-    return signature
+    return seen[1], tuple(_key(holder) for holder in seen[2])
 
 
 def module_guard(module, names=None) -> tuple:
@@ -515,7 +579,7 @@ def module_attributes(modules: list, names=None) -> tuple:
         # one comprehension, cheapest tests first: this runs on every call, for every submodule
         items = [(k, (type(v), v) if type(v) in SCALARS else _key(v)) for k, v in m.__dict__.items()
                  if (every or k in names) and k not in _MODULE_OWN
-                 and (type(v) in SCALARS or type(v) is np.ndarray or (_scalar(v) if k[0] == "_" else _guarded(v)))]
+                 and (type(v) in SCALARS or _guarded(v))]
         for klass in _user_bases(type(m)):
             items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
                       if (every or k in names) and k[0] != "_" and _scalar(v)]

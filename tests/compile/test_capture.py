@@ -394,13 +394,14 @@ def test_callee_closures_and_settings_objects_are_guarded():
 
 def test_settings_guards_leave_other_objects_alone():
     """Objects that are not settings (a module, a function, ember's optimizer, a large dict) are guarded by
-    identity only, and an unchanged settings object replays without recapture."""
+    identity only (a large container by identity and length), and an unchanged settings object replays
+    without recapture."""
     from ember._compile import pyguards
 
     linear = nn.Linear(2, 2)
     assert pyguards._settings(linear) is None and pyguards._settings(np) is None
     assert pyguards._settings(ember.optim.SGD(linear.parameters(), lr=0.1)) is None
-    assert pyguards._settings(dict.fromkeys(range(100), 1.0)) is None
+    assert pyguards._settings(dict.fromkeys(range(2000), 1.0)) is None  # (guarded by identity and length)
     assert pyguards._settings(SETTINGS) is SETTINGS.__dict__
     compiled = ember.compile(lambda x: x * SETTINGS.scale)
     for _ in range(3):

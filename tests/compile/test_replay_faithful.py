@@ -913,3 +913,111 @@ def test_non_reentrant_checkpoint_around_a_compiled_block():
         expected = x.detach().requires_grad_()
         block(expected).pow(2).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), expected.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_private_settings_containers_and_training_objects_are_guarded():
+    """Each replayed a value frozen at capture: a private settings attribute (`self._cfg.scale`, `self._mix`),
+    a deque, defaultdict or OrderedDict global, a list over 32 items, and an optimizer's lr or a scheduler's
+    last lr read in the function."""
+    import collections
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Cfg:
+        scale: float = 1.0
+
+    class Private(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self._cfg, self._mix = Cfg(), [0.5, 0.5]
+
+        def forward(self, x):
+            return (self._mix[0] * self.lin(x) + self._mix[1] * x) * self._cfg.scale
+
+    model = Private()
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    for change in (lambda: setattr(model._cfg, "scale", 2.0), lambda: model._mix.__setitem__(0, 3.0),
+                   lambda: setattr(model, "_mix", [1.0, 0.0])):
+        change()
+        np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+
+    window = collections.deque(maxlen=5)
+    weights = collections.defaultdict(lambda: 1.0)
+    history = [0.0] * 40
+    linear = nn.Linear(3, 1)
+    opt = ember.optim.SGD(linear.parameters(), lr=0.1)
+    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    def fn(x):
+        baseline = sum(window) / len(window) if window else 0.0
+        return (x - baseline) * weights["kl"] + sum(history[-5:]) + opt.param_groups[0]["lr"] \
+            + sched.get_last_lr()[0]
+
+    compiled = ember.compile(fn)
+    for step in range(4):
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-6)
+        window.append(float(step))
+        weights["kl"] = step * 0.5
+        history.append(float(step))
+        opt.step()
+        sched.step()
+
+
+def test_bound_object_and_stateful_hooks_are_guarded():
+    """A compiled method of a plain object (a trainer's loss, an optimizer subclass's step) and hooks that are
+    callable objects or bound methods replayed the attributes they read at capture."""
+    class Trainer:
+        def __init__(self):
+            self.model, self.temperature = nn.Linear(4, 2), 1.0
+
+        def loss(self, x):
+            return (self.model(x) / self.temperature).sum()
+
+    class Scale:
+        def __init__(self):
+            self.s = 1.0
+
+        def __call__(self, module, args, out):
+            return out * self.s
+
+    ember.manual_seed(0)
+    trainer = Trainer()
+    loss = ember.compile(trainer.loss)
+    hooked = nn.Linear(4, 2)
+    hook = Scale()
+    hooked.register_forward_hook(hook)
+    compiled_hooked = ember.compile(hooked)
+    x = ember.randn(3, 4)
+    for value in (1.0, 2.0, 4.0):
+        trainer.temperature = hook.s = value
+        np.testing.assert_allclose(loss(x).item(), trainer.loss(x).item(), rtol=1e-6)
+        np.testing.assert_allclose(compiled_hooked(x).detach().numpy(), hooked(x).detach().numpy(), rtol=1e-6)
+    trainer.model = nn.Linear(4, 2)
+    np.testing.assert_allclose(loss(x).item(), trainer.loss(x).item(), rtol=1e-6)
+
+    class ClippedSGD(ember.optim.Optimizer):
+        def __init__(self, params, lr=0.1, clip=1.0):
+            super().__init__(params, {"lr": lr})
+            self.clip = clip
+
+        @ember.no_grad()
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.add_(p.grad.clamp(-self.clip, self.clip), alpha=-group["lr"])
+
+    results = []
+    for compile_step in (False, True):
+        ember.manual_seed(0)
+        model = nn.Linear(4, 2)
+        opt = ClippedSGD(model.parameters())
+        step = ember.compile(opt.step) if compile_step else opt.step
+        for clip in (1.0, 0.01, 0.001):
+            opt.clip = clip
+            (model(ember.ones(3, 4)) * 10).sum().backward()
+            step()
+            opt.zero_grad()
+        results.append(model.weight.detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
