@@ -169,6 +169,15 @@ def note_made(tensor) -> None:
         created[id(tensor)] = tensor
 
 
+def note_recipe(tensor, fn, args: tuple, kwargs: dict) -> None:
+    """`tensor` was just made by `fn(*args, **kwargs)` from Python numbers alone (arange(T), zeros(B, T)):
+    ember.compile may call it again with other sizes instead of keeping the tensor as a constant, so that a
+    graph using it can serve every size (Tracer.recipes)."""
+    recipes = getattr(tracer, "recipes", None)
+    if recipes is not None:
+        recipes[id(tensor)] = (tensor, fn, args, kwargs)
+
+
 def host_read(what: str) -> None:
     """Library code is about to compute a result from tensor values on the host, outside an op (a quantized
     kernel, matrix_rank's count): under graph capture that result would be a constant, so it is a break."""

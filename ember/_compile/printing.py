@@ -83,7 +83,15 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
     for node in graph.nodes:
         if node.kind == "external":
             owner = getattr(node, "grad_of", None)
-            if getattr(node, "created", False):  # made in the function: each call starts from its own copy
+            if getattr(node, "recipe", None) is not None and node.symbolic_params is not None:
+                # made from sizes (arange(T)) in a size-generic graph: made anew at this call's sizes
+                from .tracer import remake
+
+                namespace["_remake"] = remake
+                namespace[f"recipe_{node.name}"] = node.recipe
+                namespace[f"params_{node.name}"] = node.symbolic_params
+                body.append(f"{node.results[0].name} = _remake(recipe_{node.name}, _bind(params_{node.name}, B))")
+            elif getattr(node, "created", False):  # made in the function: each call starts from its own copy
                 namespace[f"made_{node.results[0].name}"] = node.tensor
                 from .tracer import fresh_copy
 

@@ -262,6 +262,9 @@ def signature(graph) -> list:
 def _external_key(node):
     """An external tensor's identity; for a tensor made in the function (a pooling kernel of ones, a mask), made
     anew by each capture, its dtype, shape and contents: the same constant at two sizes is one constant."""
+    recipe = getattr(node, "recipe", None)
+    if recipe is not None:  # made from numbers (its params, compared as sizes): arange(T) at every T
+        return ("recipe", recipe)
     array = node.tensor._data
     if not getattr(node, "created", False) or type(array) is not np.ndarray:  # (a device array: by identity)
         return id(node.tensor)

@@ -130,6 +130,21 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
                         meta=lambda args, params: args[0].shape)
 
 
+def _remakes(recipe, tensor) -> bool:
+    """Whether the recipe still gives the tensor's values (nothing wrote it outside ember's ops since, such as
+    through .numpy()); an uninitialised `empty` is taken as is."""
+    _, fn, args, kwargs = recipe
+    if fn.__name__ == "_filled" and args[0] is None:
+        return True
+    again = fn(*args, **kwargs)._data
+    return again.shape == tensor._data.shape and bool((again == tensor._data).all())
+
+
+def remake(fn, params) -> Tensor:
+    """A recipe's tensor at this call's sizes (the runner's call for a size-generic graph)."""
+    return fn(*params["args"], **params["kwargs"])
+
+
 def fresh_copy(tensor) -> Tensor:
     """A new leaf with a copy of `tensor`'s values (and its requires_grad): a made tensor's snapshot at capture,
     and each replay's own copy of it."""
@@ -163,6 +178,7 @@ class Tracer:
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
         self.python_writes: list = []  # Python state library code wrote during the capture (a replay would not)
+        self.recipes: dict = {}  # id -> (tensor, factory, args, kwargs): made from numbers alone (note_recipe)
         self.created = weakref.WeakValueDictionary()  # id -> tensor made during the capture (Tensor._make)
         self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
         self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read
@@ -371,6 +387,12 @@ class Tracer:
             node.created = True
             node.tensor = fresh_copy(tensor)
             node.path = "a tensor made in the function"
+            recipe = self.recipes.get(id(tensor))
+            if recipe is not None and recipe[0] is tensor and _remakes(recipe, tensor):
+                # made from numbers alone (arange(T), zeros(B, T)): its numbers are the node's params, so that
+                # a size-generic graph makes it anew at each call's sizes (symbolic.py; printing.runner_source)
+                node.recipe = recipe[1]
+                node.params = {"args": recipe[2], "kwargs": recipe[3]}
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:
             node.grad_of = owner

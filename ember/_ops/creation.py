@@ -400,6 +400,8 @@ def _filled(fill, size, dtype, device, requires_grad, out=None):
         from ._api import write_out
 
         return write_out(out, result)
+    if _dispatch.tracer is not None and not requires_grad:
+        _dispatch.note_recipe(result, _filled, (fill, tuple(size), dtype, device, False), {})
     return result
 
 
@@ -647,7 +649,10 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if count > 2**63 - 1:
         raise RuntimeError("invalid size, possible overflow?")
     values = _range_values(start, step, max(count, 0), dtype)
-    return _creation_out(values, dtype, device, requires_grad, out)
+    result = _creation_out(values, dtype, device, requires_grad, out)
+    if _dispatch.tracer is not None and out is None and not requires_grad:
+        _dispatch.note_recipe(result, arange, (start, end, step), {"dtype": dtype, "device": result.device})
+    return result
 
 
 @export(method=False, name="range")
@@ -798,7 +803,10 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
     if m is not None and m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dtype = _factory_dtype(dtype, out)
-    return _creation_out(np.eye(n, n if m is None else m, dtype=dtype.np_dtype), dtype, device, requires_grad, out)
+    result = _creation_out(np.eye(n, n if m is None else m, dtype=dtype.np_dtype), dtype, device, requires_grad, out)
+    if _dispatch.tracer is not None and out is None and not requires_grad:
+        _dispatch.note_recipe(result, eye, (n, m), {"dtype": dtype, "device": result.device})
+    return result
 
 
 @export(method=False)

@@ -279,3 +279,39 @@ def test_batchnorm_training_is_batch_generic_and_updates_running_stats():
         for (name, a), b in zip(model.named_parameters(), twin.parameters()):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
     assert compiled._compiled.captures == 2 and compiled._compiled.validations == 2
+
+
+class _Positions(nn.Module):
+    """A GPT-style model: positions from arange(T) and a causal mask from ones(T, T).tril(), made in forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok, self.pos, self.head = nn.Embedding(11, 8), nn.Embedding(32, 8), nn.Linear(8, 11)
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.tok(idx) + self.pos(ember.arange(0, T, dtype=ember.long))
+        mask = ember.ones(T, T).tril()
+        att = (x @ x.transpose(1, 2)).masked_fill(mask == 0, float("-inf")).softmax(-1)
+        return self.head(att @ x)
+
+
+def test_factories_of_sizes_are_made_at_each_calls_sizes():
+    """arange(T) and ones(T, T) made in forward were constants of the graph, whose contents differ with T: every
+    sequence length got its own graph (nanoGPT's generate() ran eagerly past the cache limit).  A tensor made
+    from numbers alone is now a recipe, its numbers params that may be sizes, made anew at each call."""
+    ember.manual_seed(0)
+    model = _Positions()
+    compiled = ember.compile(model)
+    for B, T in ((2, 5), (2, 7), (2, 9), (3, 4), (2, 12), (2, 9)):
+        idx = ember.randint(0, 11, (B, T))
+        out, expected = compiled(idx), model(idx)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+        out.sum().backward()
+        grad = model.pos.weight.grad.clone()
+        model.zero_grad()
+        expected.sum().backward()
+        np.testing.assert_allclose(grad.numpy(), model.pos.weight.grad.numpy(), rtol=1e-5, atol=1e-5)
+        model.zero_grad()
+    assert compiled._compiled.captures == 3  # T generic at 5 -> 7; B and T at 3 x 4
+    assert "T" in compiled._compiled.dynamic_status
