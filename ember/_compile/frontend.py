@@ -676,10 +676,21 @@ def _autocast_state():
 
 
 def _layout(array):
-    """None for a C-contiguous array, else its strides: a reshape captured as a view of a contiguous input
-    cannot replay on a strided one (nanoGPT's generate() crops its context to `idx[:, -block:]`)."""
+    """None for a C-contiguous array, else how each dim's stride relates to the next dim's: a reshape
+    captured as a view of a contiguous input cannot replay on a strided one (nanoGPT's generate() crops its
+    context to `idx[:, -block:]`).  Whether dims can merge into a view depends on that relation only, not on
+    the stride's value, which for such a crop grows with the context (keying the exact strides recaptured
+    every generated token until the recompile limit)."""
     flags = getattr(array, "flags", None)
-    return None if flags is None or flags.c_contiguous else array.strides
+    if flags is None or flags.c_contiguous:
+        return None
+    out = []
+    inner = array.itemsize  # what the stride of a dim laid out right after the next one would be
+    for size, stride in zip(reversed(array.shape), reversed(array.strides)):
+        out.append("1" if size == 1 else "0" if stride == 0 else "c" if stride == inner else
+                   "-" if stride < 0 else "s")
+        inner = stride * size if size != 1 else inner
+    return tuple(reversed(out))
 
 
 def _short(value) -> str:

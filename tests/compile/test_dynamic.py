@@ -315,3 +315,24 @@ def test_factories_of_sizes_are_made_at_each_calls_sizes():
         model.zero_grad()
     assert compiled._compiled.captures == 3  # T generic at 5 -> 7; B and T at 3 x 4
     assert "T" in compiled._compiled.dynamic_status
+
+
+def test_generate_with_a_cropped_context_keeps_one_graph():
+    """nanoGPT's generate(): the context grows, then is cropped to idx[:, -block:], whose row stride grows with
+    idx.  The layout guard keyed the exact strides, so each token recaptured until the recompile limit; it
+    keys how strides relate now, and positions come from arange(T) (a recipe)."""
+    ember.manual_seed(0)
+    model = _Positions().eval()
+    compiled = ember.compile(model)
+
+    @ember.no_grad()
+    def generate(net, idx, n, block=8):
+        for _ in range(n):
+            cond = idx if idx.size(1) <= block else idx[:, -block:]
+            idx = ember.cat([idx, net(cond)[:, -1, :].argmax(-1, keepdim=True)], 1)
+        return idx
+
+    start = ember.randint(0, 11, (2, 1))
+    assert generate(compiled, start, 24).tolist() == generate(model, start, 24).tolist()
+    state = compiled._compiled
+    assert not state.gave_up and state.captures <= 4 and state.recompiles <= 1, (state.captures, state.recompiles)

@@ -429,6 +429,13 @@ def test_a_strided_input_does_not_replay_a_contiguous_inputs_views():
     compiled(full[:, :16].contiguous())
     cropped = full[:, 1:]
     np.testing.assert_array_equal(compiled(cropped).numpy(), (cropped.reshape(-1) * 2).numpy())
+    # another row stride, the same layout (dims that cannot merge): its graph; a transpose is another layout
+    wider = ember.arange(40.0).view(2, 20)[:, 4:]
+    np.testing.assert_array_equal(compiled(wider).numpy(), (wider.reshape(-1) * 2).numpy())
+    assert compiled.captures == 2
+    transposed = ember.arange(32.0).view(16, 2).t()
+    np.testing.assert_array_equal(compiled(transposed).numpy(), (transposed.reshape(-1) * 2).numpy())
+    assert compiled.captures == 3
 
 
 def test_tensors_made_inside_are_each_calls_own():
