@@ -175,7 +175,7 @@ def note_recipe(tensor, fn, args: tuple, kwargs: dict) -> None:
     graph using it can serve every size (Tracer.recipes)."""
     recipes = getattr(tracer, "recipes", None)
     if recipes is not None:
-        recipes[id(tensor)] = (tensor, fn, args, kwargs)
+        recipes[id(tensor)] = (tensor, fn, args, kwargs, False)
 
 
 def host_read(what: str) -> None:

@@ -83,14 +83,21 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
     for node in graph.nodes:
         if node.kind == "external":
             owner = getattr(node, "grad_of", None)
-            if getattr(node, "recipe", None) is not None and node.symbolic_params is not None:
-                # made from sizes (arange(T)) in a size-generic graph: made anew at this call's sizes
+            remade = node.symbolic_params is not None or getattr(node, "random", False)
+            if getattr(node, "recipe", None) is not None and remade:
+                # made from sizes (arange(T)) in a size-generic graph, or drawn (randn_like): made anew, at this
+                # call's sizes
                 from .tracer import remake
 
                 namespace["_remake"] = remake
                 namespace[f"recipe_{node.name}"] = node.recipe
-                namespace[f"params_{node.name}"] = node.symbolic_params
-                body.append(f"{node.results[0].name} = _remake(recipe_{node.name}, _bind(params_{node.name}, B))")
+                if node.symbolic_params is not None:
+                    namespace[f"params_{node.name}"] = node.symbolic_params
+                    params = f"_bind(params_{node.name}, B)"
+                else:
+                    namespace[f"params_{node.name}"] = node.params
+                    params = f"params_{node.name}"
+                body.append(f"{node.results[0].name} = _remake(recipe_{node.name}, {params})")
             elif getattr(node, "created", False):  # made in the function: each call starts from its own copy
                 namespace[f"made_{node.results[0].name}"] = node.tensor
                 from .tracer import fresh_copy

@@ -200,12 +200,15 @@ def _replace(graph: Graph, group, op, space=None) -> None:
 
 def _schedule(nodes: list) -> list:
     """A topological order that keeps the original order where it can (fused nodes moved up as needed)."""
+    def leading(node) -> bool:  # inputs first; a random draw (randn_like) keeps its place among random ops
+        return node.kind == "placeholder" or (node.kind == "external" and not getattr(node, "random", False))
+
     produced = set()
     for node in nodes:
-        if node.kind in ("placeholder", "external"):
+        if leading(node):
             produced.update(id(v) for v in node.results)
-    pending = [n for n in nodes if n.kind not in ("placeholder", "external")]
-    ordered = [n for n in nodes if n.kind in ("placeholder", "external")]
+    pending = [n for n in nodes if not leading(n)]
+    ordered = [n for n in nodes if leading(n)]
     while pending:
         for index, node in enumerate(pending):
             if all(id(v) in produced for v in iter_values(node.args)):

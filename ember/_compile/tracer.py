@@ -133,10 +133,14 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
 def _remakes(recipe, tensor) -> bool:
     """Whether the recipe still gives the tensor's values (nothing wrote it outside ember's ops since, such as
     through .numpy()); an uninitialised `empty` is taken as is."""
-    _, fn, args, kwargs = recipe
+    _, fn, args, kwargs, _ = recipe
     if fn.__name__ == "_filled" and args[0] is None:
         return True
-    again = fn(*args, **kwargs)._data
+    tracer, _dispatch.tracer = _dispatch.tracer, None  # (made outside the capture: not a tensor of the call)
+    try:
+        again = fn(*args, **kwargs)._data
+    finally:
+        _dispatch.tracer = tracer
     return again.shape == tensor._data.shape and bool((again == tensor._data).all())
 
 
@@ -304,6 +308,16 @@ class Tracer:
 
         return walk(params), sources
 
+    def random_factory(self, tensor, generator, recipe) -> None:
+        """A random factory (randn_like, rand, randint) drew `tensor`: a recipe node, placed now so that a replay
+        draws from the generator in the order eager does (its recorded random ops, dropout, may follow)."""
+        if self.broken and not self.explain:
+            return
+        self.random_ops += 1
+        self.generators[id(generator)] = generator
+        self.recipes[id(tensor)] = (tensor, *recipe, True)
+        self.resolve(tensor)
+
     def record(self, op, args, params, results) -> None:
         self.drawing = False
         if self.broken and not self.explain:
@@ -388,11 +402,13 @@ class Tracer:
             node.tensor = fresh_copy(tensor)
             node.path = "a tensor made in the function"
             recipe = self.recipes.get(id(tensor))
-            if recipe is not None and recipe[0] is tensor and _remakes(recipe, tensor):
+            if recipe is not None and recipe[0] is tensor and (recipe[4] or _remakes(recipe, tensor)):
                 # made from numbers alone (arange(T), zeros(B, T)): its numbers are the node's params, so that
-                # a size-generic graph makes it anew at each call's sizes (symbolic.py; printing.runner_source)
+                # a size-generic graph makes it anew at each call's sizes (symbolic.py; printing.runner_source);
+                # a random draw (randn_like) is made anew by every replay
                 node.recipe = recipe[1]
                 node.params = {"args": recipe[2], "kwargs": recipe[3]}
+                node.random = recipe[4]
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:
             node.grad_of = owner

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._backends import MetaArray
 from .._device import as_device
@@ -160,19 +161,38 @@ def _full_random_range(dtype: dt.dtype, low: int = 0) -> tuple:
 # ---------------------------------------------------------------- factories
 
 
-def _factory(size, dtype, device, requires_grad, out, generator, draw) -> Tensor:
-    """A new tensor of `size` whose values are draw(rng, size) (no draw on the meta device)."""
+_DRAWS = {
+    "uniform": lambda rng, shape, dtype: _draw_uniform(rng, shape, dtype),
+    "normal": lambda rng, shape, dtype, mean=0.0, std=1.0: _draw_normal(rng, shape, dtype, mean, std),
+    "integers": lambda rng, shape, dtype, low, high_inclusive: _draw_integers(rng, shape, low, high_inclusive),
+    "permutation": lambda rng, shape, dtype: rng.permutation(shape[0]),
+}
+
+
+def _factory(size, dtype, device, requires_grad, out, generator, how: tuple) -> Tensor:
+    """A new tensor of `size` drawn as `how` says (("normal", mean, std), ("integers", low, high), ...: a
+    description, not a function, so that ember.compile can compare and repeat the draw; no draw on meta)."""
     if device is None and out is not None:
         device = out._device
     device = as_device(device)
+    tracer = _dispatch.tracer
+    traced = tracer is not None and out is None and not requires_grad and device.type != "meta"
     if device.type == "meta":
         array = MetaArray(size, dtype.np_dtype)
     else:
-        rng = _generator_for(generator, device)._rng
-        array = _on_device(draw(rng, size), dtype, device)
+        source = _generator_for(generator, device)
+        if traced:
+            tracer.drawing = True  # a draw the capture records (Tracer.random_factory), not an untraced one
+        try:
+            array = _on_device(_DRAWS[how[0]](source._rng, size, dtype, *how[1:]), dtype, device)
+        finally:
+            if traced:
+                tracer.drawing = False
     result = _with_grad(Tensor._make(array, dtype, device), requires_grad)
     if out is not None:
         return write_out(out, result)
+    if traced:  # each replay draws anew from the same generator, at this point of the call
+        tracer.random_factory(result, source, (_factory, (tuple(size), dtype, device, False, None, source, how), {}))
     return result
 
 
@@ -193,7 +213,7 @@ def rand(*size_args, size=None, generator=None, out=None, dtype=None, layout=Non
     dtype = _float_dtype(dtype, out)
     _require_float("check_uniform_bounds", dtype)
     return _factory(_factory_size(size_args, size), dtype, device, requires_grad, out, generator,
-                    lambda rng, shape: _draw_uniform(rng, shape, dtype))
+                    ("uniform",))
 
 
 @export(method=False)
@@ -203,7 +223,7 @@ def randn(*size_args, size=None, generator=None, out=None, dtype=None, layout=No
     dtype = _float_dtype(dtype, out)
     _require_float("normal_kernel_cpu", dtype)
     return _factory(_factory_size(size_args, size), dtype, device, requires_grad, out, generator,
-                    lambda rng, shape: _draw_normal(rng, shape, dtype))
+                    ("normal",))
 
 
 def _randint_arguments(args, low, high, size):
@@ -244,7 +264,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, out=None, dty
     dtype = dtype or (out._dtype if out is not None else dt.int64)
     _check_random_bounds(low, high, dtype)
     return _factory(_sizes((size,)), dtype, device, requires_grad, out, generator,
-                    lambda rng, shape: _draw_integers(rng, shape, low, high - 1))
+                    ("integers", low, high - 1))
 
 
 @export(method=False)
@@ -260,7 +280,7 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
 
         raise RuntimeError(f"value cannot be converted to type {dt.CONVERSION_TYPE_NAMES[dtype.name]} without overflow")
     return _factory((int(n),), dtype, device, requires_grad, out, generator,
-                    lambda rng, shape: rng.permutation(shape[0]))
+                    ("permutation",))
 
 
 def _like_args(input, dtype, device):
@@ -363,7 +383,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         _require_float("normal_kernel_cpu", dtype)
         _check_std(std)
         return _factory(_sizes((size,)), dtype, device, requires_grad, out, generator,
-                        lambda rng, shape: _draw_normal(rng, shape, dtype, float(mean), float(std)))
+                        ("normal", float(mean), float(std)))
     tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
     result_dtype = tensors[0]._dtype if len(tensors) == 1 else dt.promote_types(mean._dtype, std._dtype)
     _require_float("normal_kernel_cpu", result_dtype, complex_ok=False)

@@ -43,9 +43,9 @@ def test_parameter_detach_follows_in_place_updates():
 
 @pytest.mark.parametrize("factory", ["rand_like", "randn_generator", "multinomial"])
 def test_untraced_random_draws_are_not_frozen(factory):
-    """A factory (rand_like, randn with a generator=, multinomial) is not a recorded op: its values would be
-    constants of the graph.  Any draw outside a recorded op is now a graph break, also when a recorded random
-    op (dropout) ran in the same call, which used to hide it."""
+    """A draw outside a recorded op (multinomial) would be a constant of the graph: it is a graph break, also
+    when a recorded random op (dropout) ran in the same call, which used to hide it.  Random factories
+    (rand_like, randn with a generator=) are recipe nodes drawn anew by each replay, in eager's order."""
     generator = ember.Generator().manual_seed(1)
 
     def fn(x):
@@ -58,7 +58,17 @@ def test_untraced_random_draws_are_not_frozen(factory):
     x = ember.ones(2, 3)
     draws = [compiled(x).numpy().copy() for _ in range(4)]
     assert any(not np.array_equal(draws[0], d) for d in draws[1:])
-    assert any("random" in str(b) or "untraced" in str(b) for b in compiled.graph_breaks)
+    if factory == "multinomial":
+        assert any("random" in str(b) or "untraced" in str(b) for b in compiled.graph_breaks)
+        return
+    assert not compiled.graph_breaks
+    for seed in range(3):
+        ember.manual_seed(seed)
+        generator.manual_seed(seed)
+        out = compiled(x)
+        ember.manual_seed(seed)
+        generator.manual_seed(seed)
+        np.testing.assert_array_equal(out.numpy(), fn(x).numpy())
 
 
 def test_custom_function_keeps_its_backward():
@@ -1028,3 +1038,42 @@ def test_bound_object_and_stateful_hooks_are_guarded():
             opt.zero_grad()
         results.append(model.weight.detach().numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_vae_reparameterization_compiles_and_draws_as_eager():
+    """randn_like (the reparameterization trick) and rand were untraced draws: a VAE's forward always ran
+    eagerly.  They are recipe nodes now, drawn in eager's order among the recorded random ops (dropout first
+    here: fusion had hoisted made tensors above it), and batch-generic."""
+    import copy
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.mu, self.lv, self.dec = nn.Linear(6, 8), nn.Linear(8, 3), nn.Linear(8, 3), nn.Linear(3, 6)
+            self.drop = nn.Dropout(0.2)
+
+        def forward(self, x):
+            h = self.drop(F.relu(self.enc(x)))
+            mu, lv = self.mu(h), self.lv(h)
+            z = mu + ember.randn_like(mu) * (0.5 * lv).exp()
+            rec = self.dec(z) + ember.rand(x.shape[0], 1) * 0.1
+            return F.mse_loss(rec, x) - 0.5 * (1 + lv - mu**2 - lv.exp()).mean()
+
+    ember.manual_seed(0)
+    model = VAE()
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    for step, B in enumerate((8, 8, 5, 8, 3)):
+        x = ember.randn(B, 6)
+        ember.manual_seed(100 + step)
+        loss = compiled(x)
+        loss.backward()
+        ember.manual_seed(100 + step)
+        expected = twin(x)
+        expected.backward()
+        np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-6)
+        np.testing.assert_allclose(model.enc.weight.grad.numpy(), twin.enc.weight.grad.numpy(), rtol=1e-5,
+                                   atol=1e-7)
+        model.zero_grad()
+        twin.zero_grad()
+    assert not compiled._compiled.graph_breaks and compiled._compiled.captures == 2
