@@ -21,11 +21,12 @@ What is guarded, by kind of value (`_key`):
 - tensors by identity: the graph reads a tensor it names at its current value (in-place updates are seen),
   but a name rebound to another tensor needs a new capture;
 - modules by `module_guard` (a model used through a global: `net.eval()` recaptures);
-- settings by their contents, one level deep (`_settings`, `_contents`): a dataclass (slots too),
+- settings by their contents, settings inside them too down to three levels (`_settings`, `_contents`):
+  a dataclass (slots too),
   `argparse.Namespace` (`args.scale`), `SimpleNamespace`, a small dict or list, a user class or user Python
   module read as a config (`Config.scale`, `config.SCALE`), including the modules they hold.
 
-Not everything is seen: settings nested two levels down (`self.config.attn.scale`), Python modules without a
+Not everything is seen: settings nested deeper than three levels, Python modules without a
 file, and nothing while another profiler holds `sys.setprofile` (cProfile) for globals and callees' closures
 (module attributes are then all guarded).  Guarding by name rather than by each read can still recompile where
 torch would not (a counter attribute forward reads only in a branch it did not take, or a settings object's
@@ -173,9 +174,12 @@ def _user_class(kind: type) -> bool:
     return known
 
 
-def _contents(namespace) -> tuple:
-    """A settings object's guard key: its public scalar items by value, tensor items by identity and modules
-    by `module_guard`, in order (one level: settings inside settings are by identity)."""
+_NESTING = 3  # settings inside settings compared by content this deep (`self.config.attn.scale`), then by id
+
+
+def _contents(namespace, depth: int = 1) -> tuple:
+    """A settings object's guard key: its public scalar items by value, tensor items by identity, modules by
+    `module_guard` and settings items by their own contents (down to _NESTING levels), in order."""
     out = []
     for k, v in namespace.items():
         if type(k) is str and k[:1] == "_":  # private helpers and a module's or class's dunders
@@ -188,6 +192,11 @@ def _contents(namespace) -> tuple:
             out.append((k, _array_key(v)))
         elif isinstance(v, _Module()):
             out.append((k, module_guard(v)))
+        else:
+            inner = _settings(v)
+            if inner is not None:
+                out.append((k, ("settings", type(v), _contents(inner, depth + 1)) if depth < _NESTING
+                            else ("id", id(v))))
     return tuple(out)
 
 

@@ -1077,3 +1077,36 @@ def test_vae_reparameterization_compiles_and_draws_as_eager():
         model.zero_grad()
         twin.zero_grad()
     assert not compiled._compiled.graph_breaks and compiled._compiled.captures == 2
+
+
+def test_settings_nested_in_settings_are_guarded():
+    """`self.config.attn.scale`, `self.config.layers[0]["mult"]`: settings inside settings were not guarded
+    at all (only one level was compared), so their changes replayed the old values."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Attn:
+        scale: float = 1.0
+
+    @dataclasses.dataclass
+    class Cfg:
+        attn: Attn = dataclasses.field(default_factory=Attn)
+        layers: list = dataclasses.field(default_factory=lambda: [{"mult": 2.0}])
+
+    class Configured(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.config = nn.Linear(3, 3), Cfg()
+
+        def forward(self, x):
+            return self.lin(x) * self.config.attn.scale * self.config.layers[0]["mult"]
+
+    model = Configured()
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    with ember.no_grad():
+        for change in (lambda: None, lambda: setattr(model.config.attn, "scale", 3.0),
+                       lambda: model.config.layers[0].__setitem__("mult", 5.0),
+                       lambda: setattr(model.config, "attn", Attn(7.0))):
+            change()
+            np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6)
