@@ -591,7 +591,9 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         self._check_data("numpy")
         if _dispatch.tracer is not None:
-            _dispatch.tracer.graph_break("Tensor.numpy(): tensor values leave ember", self)
+            tracer = _dispatch.tracer
+            tracer.graph_break("Tensor.numpy(): tensor values leave ember", self)
+            tracer.expose(self)  # the array is writable: a write through it is a write the graph never saw
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
@@ -599,7 +601,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         self._check_data("__array__")
         if _dispatch.tracer is not None:
-            _dispatch.tracer.graph_break("Tensor.__array__(): tensor values leave ember", self)
+            tracer = _dispatch.tracer
+            tracer.graph_break("Tensor.__array__(): tensor values leave ember", self)
+            tracer.expose(self)
         array = self._data
         return array if dtype is None else array.astype(dtype)
 

@@ -234,6 +234,7 @@ class CompiledFunction:
         # the attribute names the captures' code could read (pyguards.Watcher.names); None: guard them all
         self.attr_names: set | None = set()
         self._pinned: dict = {}  # id -> object guarded by identity in a cache key (see _walk)
+        self.written_attrs: set = set()  # module / bound-object attributes the function writes: not guarded
         functools.update_wrapper(self, fn, updated=())
         if "__name__" not in self.__dict__:  # a functools.partial or a callable object: named for the logs
             inner = getattr(fn, "func", None)
@@ -260,7 +261,7 @@ class CompiledFunction:
             add_label("module training flags")
             values.append(pyguards.module_tensors(modules))
             add_label("module parameter/buffer identity and requires_grad")
-            values.append(pyguards.module_attributes(modules, self.attr_names))
+            values.append(pyguards.module_attributes(modules, self.attr_names, self.written_attrs))
             add_label("module attributes")
             values.append(pyguards.module_hooks(module, modules))
             add_label("module hooks")
@@ -268,7 +269,7 @@ class CompiledFunction:
             values.append(pyguards.read_cells(self._cells))
             add_label("closure variables")
         if self._bound is not None:
-            values.append(pyguards._key(self._bound))
+            values.append(pyguards.bound_key(self._bound, self.written_attrs))
             add_label(f"{type(self._bound).__name__} attributes")
         aliases: dict = {}
 
@@ -465,7 +466,10 @@ class CompiledFunction:
         tracer.owner = self._owner
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
-        effects = pyguards.SideEffects(args, kwargs, modules)
+        # (a plain object's method: its attribute writes are Python state too; an optimizer's own bookkeeping
+        # during its step is not, its state is guarded by _compile_guard)
+        plain = self._bound is not None and pyguards._training_state(self._bound) is None
+        effects = pyguards.SideEffects(args, kwargs, modules + ([self._bound] if plain else []))
         entry_mode = state.enabled
         with tracer, pyguards.Watcher(self._functions) as watcher:
             tracer.bind_inputs(args, kwargs)
@@ -482,6 +486,9 @@ class CompiledFunction:
         wrote = watcher.written()
         self.written.update(ident for ident, _ in wrote)
         written = effects.changed() + [f"global {name}" for _, name in wrote] + tracer.python_writes
+        if not effects.written_names <= self.written_attrs:
+            self.written_attrs |= effects.written_names
+            tracer.new_attr_names = True  # (the key's attribute guards are taken again without them: _store)
         if written:  # a replay would not make these writes: this guard set runs eagerly (pyguards)
             why = (f"Python state written during the call ({'; '.join(written)}): a replay would not write it, "
                    "so the call runs eagerly")
@@ -590,7 +597,7 @@ class CompiledFunction:
         fresh, fresh_labels = self._walk(args, kwargs or {}, True)
         if len(fresh) != len(key):
             return key, labels
-        merged = tuple(new if label == "module attributes" or (type(old) is tuple and old[:1] == ("module",))
+        merged = tuple(new if label.endswith(" attributes") or (type(old) is tuple and old[:1] == ("module",))
                        else old for label, old, new in zip(labels, key, fresh))
         return merged, labels
 

@@ -97,7 +97,8 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
                 else:
                     namespace[f"params_{node.name}"] = node.params
                     params = f"params_{node.name}"
-                body.append(f"{node.results[0].name} = _remake(recipe_{node.name}, {params})")
+                grad = bool(node.tensor._requires_grad)
+                body.append(f"{node.results[0].name} = _remake(recipe_{node.name}, {params}, {grad})")
             elif getattr(node, "created", False):  # made in the function: each call starts from its own copy
                 namespace[f"made_{node.results[0].name}"] = node.tensor
                 from .tracer import fresh_copy

@@ -211,7 +211,7 @@ _OPTIM_CLASSES: list = []
 
 def _training_state(value):
     """An optimizer's hyperparameters by value (a function reading `opt.param_groups[0]["lr"]` for a manual
-    weight decay) and an lr scheduler's epoch and last lrs (`sched.get_last_lr()`); None for anything else.
+    weight decay) and an lr scheduler's last lrs (`sched.get_last_lr()`); None for anything else.
     They are ember's objects, not settings, and read two levels deep."""
     if not _OPTIM_CLASSES:
         from ..optim.lr_scheduler import LRScheduler
@@ -226,10 +226,19 @@ def _training_state(value):
                 _contents(value.__dict__) if _user_class(type(value)) else (),
                 _hook_state((value.__dict__.get("_optimizer_step_pre_hooks", {}),
                              value.__dict__.get("_optimizer_step_post_hooks", {}))))
-    if isinstance(value, scheduler):
-        return ("scheduler", id(value), value.last_epoch, _hyper(getattr(value, "_last_lr", None)),
-                _training_state(value.optimizer))
+    if isinstance(value, scheduler):  # (not its epoch: it moves every step, the lrs only at milestones)
+        return ("scheduler", id(value), _hyper(getattr(value, "_last_lr", None)), _training_state(value.optimizer))
     return None
+
+
+def bound_key(value, skip=frozenset()) -> tuple:
+    """A compiled method's object as its guard: `_key`, less the attributes the method itself writes."""
+    if not skip or _training_state(value) is not None:
+        return _key(value)
+    namespace = _settings(value)
+    if namespace is None:
+        return _key(value)
+    return ("settings", type(value), _contents({k: v for k, v in namespace.items() if k not in skip}))
 
 
 def _hook_state(dicts) -> tuple:
@@ -576,22 +585,25 @@ def module_tensors(modules: list) -> tuple:
                  for m in modules for t in (*m._parameters.values(), *m._buffers.values()))
 
 
-def module_attributes(modules: list, names=None) -> tuple:
+def module_attributes(modules: list, names=None, skip=frozenset()) -> tuple:
     """Each module's scalar attributes (private ones too, `self._scale`; besides `training`, guarded on its own)
     by value, its plain tensor attributes (not parameters or buffers, which have their own guards) by
     identity, its settings objects (`self.config`, a list of helper modules) by content, and the public scalar
     class attributes of user-defined module classes (`class Net(nn.Module): scale = 2.0`).  With `names` (a
-    set), only attributes of those names: the ones the captures' code could read (`Watcher.names`)."""
+    set), only attributes of those names: the ones the captures' code could read (`Watcher.names`); never
+    those in `skip`, attributes the function itself writes (its calls run eagerly, and a counter it bumps
+    would otherwise miss every call)."""
     out = []
-    every = names is None
+    if names is not None and skip:
+        names = names - skip
     for m in modules:
         # one comprehension, cheapest tests first: this runs on every call, for every submodule
         items = [(k, (type(v), v) if type(v) in SCALARS else _key(v)) for k, v in m.__dict__.items()
-                 if (every or k in names) and k not in _MODULE_OWN
+                 if (k not in skip if names is None else k in names) and k not in _MODULE_OWN
                  and (type(v) in SCALARS or _guarded(v))]
         for klass in _user_bases(type(m)):
             items += [(f"{klass.__name__}.{k}", (type(v), v)) for k, v in klass.__dict__.items()
-                      if (every or k in names) and k[0] != "_" and _scalar(v)]
+                      if (k not in skip if names is None else k in names) and k[0] != "_" and _scalar(v)]
         out.append(tuple(items))
     return tuple(out)
 
@@ -624,6 +636,7 @@ class SideEffects:
         self._collect(kwargs, "kwargs", 0)
         self.modules = modules
         self.before = [_state(c) for _, c in self.containers], [_module_state(m) for m in modules]
+        self.written_names: set = set()  # the modules' (and bound object's) attributes the call changed
 
     def _collect(self, value, path, depth) -> None:
         if depth > 4:
@@ -644,6 +657,7 @@ class SideEffects:
             now = _module_state(module)
             if now != state:
                 names = sorted({k for k, _ in set(now) ^ set(state)})
+                self.written_names.update(k for k in names if "[" not in k)
                 out.append(f"{type(module).__name__} attribute {', '.join(names)}")
         return out
 

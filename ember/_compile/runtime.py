@@ -34,7 +34,7 @@ def eliminate_dead_code(graph: Graph) -> int:
     for node in reversed(graph.nodes):
         needed = id(node) in live or node.kind == "placeholder" or (node.kind == "call" and "generator" in node.params)
         if node.kind == "external" and id(node) not in live:
-            needed = False
+            needed = getattr(node, "random", False)  # a random factory's draw advances the generator too
         if needed:
             kept.append(node)
             for value in iter_values(node.args):

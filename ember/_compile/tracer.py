@@ -19,6 +19,7 @@ segment so it can count graphs the way torch._dynamo.explain does.
 
 from __future__ import annotations
 
+import hashlib
 import linecache
 import os
 import random
@@ -130,6 +131,10 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
                         meta=lambda args, params: args[0].shape)
 
 
+def _digest(array) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8), digest_size=16).digest()
+
+
 def _remakes(recipe, tensor) -> bool:
     """Whether the recipe still gives the tensor's values (nothing wrote it outside ember's ops since, such as
     through .numpy()); an uninitialised `empty` is taken as is."""
@@ -144,9 +149,12 @@ def _remakes(recipe, tensor) -> bool:
     return again.shape == tensor._data.shape and bool((again == tensor._data).all())
 
 
-def remake(fn, params) -> Tensor:
-    """A recipe's tensor at this call's sizes (the runner's call for a size-generic graph)."""
-    return fn(*params["args"], **params["kwargs"])
+def remake(fn, params, requires_grad: bool) -> Tensor:
+    """A recipe's tensor at this call's sizes (the runner's call for a size-generic graph, or a random draw),
+    a leaf that requires grad if the capture's did (`randn(n).requires_grad_()`)."""
+    out = fn(*params["args"], **params["kwargs"])
+    out._requires_grad = requires_grad
+    return out
 
 
 def fresh_copy(tensor) -> Tensor:
@@ -183,6 +191,8 @@ class Tracer:
         self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
         self.python_writes: list = []  # Python state library code wrote during the capture (a replay would not)
         self.recipes: dict = {}  # id -> (tensor, factory, args, kwargs): made from numbers alone (note_recipe)
+        self.exposed: list = []  # (tensor, digest): arrays handed out by .numpy() (see expose)
+        self.random_nodes: list = []  # (tensor, node) of random factories (requires_grad_ may come later)
         self.created = weakref.WeakValueDictionary()  # id -> tensor made during the capture (Tensor._make)
         self.grad_reads: dict = {}  # id(tensor) -> (tensor, whether its .grad was None): guarded (read_grad)
         self.grad_owner: dict = {}  # id(gradient) -> the tensor whose .grad it was when read
@@ -308,6 +318,12 @@ class Tracer:
 
         return walk(params), sources
 
+    def expose(self, tensor) -> None:
+        """`tensor`'s array was handed to Python (.numpy()): its contents now, to tell at the end of the capture
+        whether something wrote through it (a write no replay would make)."""
+        if type(tensor._data) is np.ndarray:
+            self.exposed.append((tensor, _digest(tensor._data)))
+
     def random_factory(self, tensor, generator, recipe) -> None:
         """A random factory (randn_like, rand, randint) drew `tensor`: a recipe node, placed now so that a replay
         draws from the generator in the order eager does (its recorded random ops, dropout, may follow)."""
@@ -316,7 +332,7 @@ class Tracer:
         self.random_ops += 1
         self.generators[id(generator)] = generator
         self.recipes[id(tensor)] = (tensor, *recipe, True)
-        self.resolve(tensor)
+        self.random_nodes.append((tensor, self.resolve(tensor).node))
 
     def record(self, op, args, params, results) -> None:
         self.drawing = False
@@ -505,11 +521,16 @@ class Tracer:
             if self.untraced_draw:
                 self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
                                  "frozen into the graph")
+            if any(_digest(tensor._data) != digest for tensor, digest in self.exposed):
+                self.graph_break("a tensor's .numpy() array was written (or the tensor changed after it was read): "
+                                 "a replay would not make that write")
             if len(self.inference_modes) > 1:
                 self.graph_break("inference_mode around part of a compiled function: a replay could not make just "
                                  "those results inference tensors")
         if self.broken and not self.explain:
             return False
+        for tensor, node in self.random_nodes:  # drawn, then made a leaf that requires grad
+            node.tensor._requires_grad = tensor._requires_grad
         inside = self.inference_modes == {True} and not self.entry_inference
         for graph in self.graphs:
             graph.inference = inside

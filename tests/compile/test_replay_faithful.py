@@ -1110,3 +1110,94 @@ def test_settings_nested_in_settings_are_guarded():
                        lambda: setattr(model.config, "attn", Attn(7.0))):
             change()
             np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_recipes_keep_requires_grad_and_unused_draws():
+    """A remade tensor lost requires_grad_() (a replay's backward raised), and an unused random draw was
+    dropped as dead code, so the generator's stream diverged from eager's after the call."""
+    def leaf(x):
+        w = ember.randn(x.shape[1]).requires_grad_()
+        return (x * w).sum(), w
+
+    compiled = ember.compile(leaf)
+    for _ in range(3):
+        y, w = compiled(ember.ones(2, 3))
+        y.backward()
+        np.testing.assert_array_equal(w.grad.numpy(), np.full(3, 2.0, np.float32))
+
+    def unused(x):
+        ember.rand(5)
+        return x + ember.rand_like(x)
+
+    compiled = ember.compile(unused)
+    for seed in range(3):
+        ember.manual_seed(seed)
+        out, after = compiled(ember.zeros(3)), ember.rand(2)
+        ember.manual_seed(seed)
+        np.testing.assert_array_equal(out.numpy(), unused(ember.zeros(3)).numpy())
+        np.testing.assert_array_equal(after.numpy(), ember.rand(2).numpy())
+
+
+def test_write_through_numpy_runs_eagerly():
+    """`y.numpy()[0] = 100` inside: the read break split the graph as if the value were only read, and the
+    replay skipped the write."""
+    def fn(x):
+        y = x * 2
+        y.numpy()[0] = 100.0
+        return y + 1
+
+    compiled = ember.compile(fn)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(ember.ones(3)).numpy(), [101.0, 3.0, 3.0])
+
+
+def test_attributes_the_function_writes_do_not_recompile_every_call():
+    """A counter or log list the function writes (on its module, or on the object of a compiled method) made
+    each call miss the guards until the recompile limit.  Written attributes are left out of the guards (the
+    calls run eagerly, as writes require); the others are still guarded."""
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.seen, self.calls = nn.Linear(4, 4), [], 0
+
+        def forward(self, x):
+            self.seen.append(x.shape[0])
+            self.calls += 1
+            return self.lin(x)
+
+    class Agent:
+        def __init__(self):
+            self.w, self.steps, self.scale = ember.ones(3), 0, 2.0
+
+        def act(self, x):
+            self.steps += 1
+            return x * self.w * self.scale
+
+    model, agent = Counting(), Agent()
+    compiled, act = ember.compile(model), ember.compile(agent.act)
+    x = ember.randn(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            compiled(x)
+            act(ember.ones(3))
+    assert (len(model.seen), model.calls, agent.steps) == (12, 12, 12)
+    assert compiled._compiled.captures <= 2 and act.captures <= 2
+    agent.scale = 5.0
+    np.testing.assert_array_equal(act(ember.ones(3)).numpy(), np.full(3, 5.0, np.float32))
+
+
+def test_scheduler_read_recompiles_only_when_the_lr_changes():
+    linear = nn.Linear(3, 3)
+    opt = ember.optim.SGD(linear.parameters(), lr=0.1)
+    sched = ember.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5)
+    compiled = ember.compile(lambda x: linear(x).pow(2).mean() * sched.get_last_lr()[0])
+    x = ember.randn(2, 3)
+    for _ in range(12):
+        loss = compiled(x)
+        np.testing.assert_allclose(loss.item(), (linear(x).pow(2).mean() * sched.get_last_lr()[0]).item(), rtol=1e-6)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    assert compiled.captures == 3  # lr 0.1, 0.05, 0.025
