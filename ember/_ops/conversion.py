@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dispatch
 from .. import _dtype as dt
+from .._autograd.grad_mode import state
 from .._backends import MetaArray, pinned_empty, to_device, to_host
 from .._backends import is_pinned as _backend_is_pinned
 from .._device import as_device
@@ -141,6 +142,20 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
     return call(_CLONE, (input,))
 
 
+def _copy_backward(ctx, grad):
+    needs_self, needs_src = ctx.needs_input_grad
+    from .creation import zeros_like
+
+    return (zeros_like(grad) if needs_self else None, grad if needs_src else None)
+
+
+# copy_'s value as an op of both tensors: the old values get a zero gradient (torch's CopyBackwards), and the
+# copy replaces self's history even when the source needs no gradient (x = w * 2; x.copy_(zeros) then
+# x.sum().backward() gave w the gradient of the overwritten values)
+_COPY = OpDef("copy", lambda xp, a, value: value.copy(), _copy_backward, dtype_rule=keep, upcast_half=False,
+              grad_name="CopyBackwards", meta=lambda args, params: tuple(args[0].shape))
+
+
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copy src's values into self (broadcast to self's shape, cast to self's dtype); gradients flow to src."""
     if not isinstance(src, Tensor):
@@ -154,9 +169,11 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
         value = to(value, self._dtype)
     if tuple(value.shape) != tuple(self.shape):
         value = value.expand(self.shape)
-    if value is src or value._storage is self._storage:
-        value = call(_CLONE, (value,)) if value._requires_grad else value
     self._check_inplace()
+    if self._requires_grad and state.enabled:
+        value = call(_COPY, (self, value))
+    elif value is src or value._storage is self._storage:
+        value = call(_CLONE, (value,)) if value._requires_grad else value
     return self._inplace_from(value, allow_cast=True)
 
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from .. import _dtype as dt
-from .._dispatch import OpDef, call, keep
+from .._autograd.grad_mode import no_grad
+from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import Tensor
 from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, range_check, softplus
 
@@ -106,6 +109,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     elif input.shape[0] != (target.shape[0] if target.ndim else 1):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 1}).")
+    if input.ndim == 2 and target.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
+    if target._dtype is dt.uint8:  # (torch takes Byte targets too)
+        target = target.long()
     if target._dtype is not dt.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
     classes = input.shape[1]
@@ -123,8 +132,23 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if reduction == "sum":
         return loss.sum()
     if reduction == "mean":
-        return loss.sum() / w.sum()
+        return call(_WEIGHTED_MEAN, (loss.sum(), w.sum()))
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _weighted_mean_backward(ctx, grad):
+    total, count = ctx.inputs
+    needs_total, needs_count = ctx.needs_input_grad
+    empty = count == 0
+    safe = count.masked_fill(empty, 1)
+    return ((grad / safe).masked_fill(empty, 0) if needs_total else None,
+            (-grad * total / (safe * safe)).masked_fill(empty, 0) if needs_count else None)
+
+
+# total / count for reduction="mean" over the targets not ignored: nan when every target is ignored (0 / 0, as
+# torch), with zero gradients there (as torch's nll_loss backward; the quotient's own gives 0 * inf = nan)
+_WEIGHTED_MEAN = OpDef("nll_weighted_mean", lambda xp, total, count: total / count, _weighted_mean_backward,
+                       saves=SAVE_INPUTS, grad_name="DivBackward0")
 
 
 def _target_check_impl(xp, target, ignore_index, classes):
@@ -185,7 +209,27 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         denominator = (denominator * valid).sum()
     else:
         denominator = valid.sum()
-    return (nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes)) / denominator
+    return call(_WEIGHTED_MEAN, (nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes),
+                                 denominator))
+
+
+def _bce_impl(xp, p, y):
+    with np.errstate(divide="ignore"):  # log(0) = -inf, clamped at -100 as torch does
+        return (y - 1) * xp.maximum(xp.log1p(-p), -100) - y * xp.maximum(xp.log(p), -100)
+
+
+def _bce_backward(ctx, grad):
+    """torch's derivative: (p - y) / max(p (1 - p), 1e-12) for the input -- finite at p = 0 and 1, where the
+    clamped logs' own derivative is 0 * inf -- and log(1 - p) - log(p) for the target (infinite at 0 and 1)."""
+    p, y = ctx.inputs
+    needs_p, needs_y = ctx.needs_input_grad
+    grad_p = grad * (p - y) / ((1 - p) * p).clamp_min(1e-12) if needs_p else None
+    grad_y = grad * ((-p).log1p() - p.log()) if needs_y else None
+    return grad_p, grad_y
+
+
+_BCE = OpDef("binary_cross_entropy", _bce_impl, _bce_backward, saves=SAVE_INPUTS,
+             grad_name="BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
@@ -196,8 +240,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          "is deprecated. Please ensure they have the same size.")
     message = "all elements of input should be between 0 and 1"
     input = range_check(input, 0, 1, message, message)
-    # torch clamps the log terms at -100 so that 0 and 1 give finite losses.
-    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    message = "all elements of target should be between 0 and 1"
+    target = range_check(target, 0, 1, message, message)
+    # torch clamps the log terms at -100 so that 0 and 1 give finite losses
+    loss = call(_BCE, (input, target))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -258,17 +304,20 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:
     if not isinstance(var, Tensor):
-        var = input.new_full((), float(var))
-    if var.shape != input.shape:
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * input.new_ones(input.shape)
+    else:
+        var = range_check(var, 0, math.inf, "var has negative entry/entries", "", "ValueError", nan_ok=True)
+    if var.shape != input.shape:  # torch's rules: var one dim short, or one mismatched dim (homoscedastic)
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1:
-            pass
-        elif var.numel() != 1:
+        elif not (input.ndim == var.ndim and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
             raise ValueError("var is of incorrect size")
-    if (var < 0).any().item():
-        raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    # clamped for stability without touching the gradient (torch clamps a clone under no_grad)
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
     loss = 0.5 * (var.log() + (input - target).square() / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
 from .._autograd.grad_mode import state as grad_state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
@@ -326,9 +327,15 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = N
     if eps is None:
         from .. import finfo
 
-        eps = finfo(input.dtype).eps
-    y = input * (input.square().mean(dims, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+        # the epsilon of the type it computes in (float32 for float16/bfloat16), as ATen's rms_norm
+        eps = finfo(dt.float32 if input.dtype in (dt.float16, dt.bfloat16) else input.dtype).eps
+    # computed in float32 for float16/bfloat16, weight included, and rounded once, as ATen's rms_norm kernel
+    half = input.dtype in (dt.float16, dt.bfloat16)
+    x = input.float() if half else input
+    y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        y = y * (weight.float() if half and weight.dtype == input.dtype else weight)
+    return y.to(input.dtype) if half else y
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:

@@ -364,15 +364,16 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
         weight.index_copy_(0, rows, selected * scale)
 
 
-def _range_check_impl(xp, a, low, high, below, above):
-    """Raise RuntimeError(below) if an element is under `low` or is nan, RuntimeError(above) if one is over
-    `high`; else pass the array on.  An op, not Python reads of the values (`x.min().item()`), so that a
+def _range_check_impl(xp, a, low, high, below, above, error="RuntimeError", nan_ok=False):
+    """Raise `error`(below) if an element is under `low` (or is nan, unless nan_ok), `error`(above) if one is
+    over `high`; else pass the array on.  An op, not Python reads of the values (`x.min().item()`), so that a
     compiled graph keeps the check instead of breaking on it every call."""
     if a.size:
-        if not bool((a >= low).all()):
-            raise RuntimeError(below)
-        if not bool((a <= high).all()):
-            raise RuntimeError(above)
+        kind = ValueError if error == "ValueError" else RuntimeError
+        if bool((a < low).any()) if nan_ok else not bool((a >= low).all()):
+            raise kind(below)
+        if bool((a > high).any()):
+            raise kind(above)
     return a
 
 
@@ -380,9 +381,11 @@ _RANGE_CHECK = OpDef("range_check", _range_check_impl, lambda ctx, g: g, dtype_r
                      upcast_half=False, meta=lambda args, params: tuple(args[0].shape))
 
 
-def range_check(tensor: Tensor, low, high, below: str, above: str) -> Tensor:
+def range_check(tensor: Tensor, low, high, below: str, above: str, error: str = "RuntimeError",
+                nan_ok: bool = False) -> Tensor:
     """`tensor` itself (a view, gradients pass through) once its values are checked to lie in [low, high]."""
-    return call(_RANGE_CHECK, (tensor,), {"low": low, "high": high, "below": below, "above": above})
+    return call(_RANGE_CHECK, (tensor,), {"low": low, "high": high, "below": below, "above": above, "error": error,
+                                          "nan_ok": nan_ok})
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
