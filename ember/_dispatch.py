@@ -64,7 +64,7 @@ class OpDef:
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
-                 "quantized", "data_dependent")
+                 "quantized", "data_dependent", "opmath_scalars")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -85,6 +85,9 @@ class OpDef:
         self.scatters_into_buffer = False
         # the result's shape depends on the input's values (nonzero, unique, bincount): graph capture breaks here
         self.data_dependent = False
+        # a Python number operand of a float16/bfloat16 call enters as float32, not rounded to the half type
+        # (torch's mul and div kernels read a CPU scalar's original value; add, sub and pow round it)
+        self.opmath_scalars = False
         # params -> params for the backward node: copies of arrays the params share with tensors the caller
         # may still write (an index key built from a mask tensor), so backward sees the forward's values
         self.snapshot = None
@@ -367,7 +370,7 @@ def _call_backend(op, args, params, compute, out_dtype, device):
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
     elif op.upcast_half and compute in HALF_TYPES:
         # operands are first rounded to the half type (torch casts them to the common dtype), then widened
-        arrays = [_as_half_compute_array(a, compute.np_dtype) for a in args]
+        arrays = [_as_half_compute_array(a, compute.np_dtype, op.opmath_scalars) for a in args]
     else:
         arrays = []
         for a in args:
@@ -418,13 +421,15 @@ def _as_compute_array(value, np_dtype):
     return value
 
 
-def _as_half_compute_array(value, half_dtype):
-    """Round an operand (Python numbers too) to the half type, as torch casts operands to the common dtype,
-    then widen it to float32 for the computation."""
+def _as_half_compute_array(value, half_dtype, opmath_scalars=False):
+    """Round an operand (Python numbers too, unless opmath_scalars) to the half type, as torch casts operands
+    to the common dtype, then widen it to float32 for the computation."""
     if isinstance(value, Tensor):
         array = value._data
     elif type(value) in (int, float):
         # a NumPy float32 scalar, not a 0-d array: a host array must never meet device arrays (cuda)
+        if opmath_scalars:
+            return np.float32(value)
         return np.asarray(value).astype(half_dtype).astype(np.float32)[()]
     else:
         return value

@@ -51,6 +51,7 @@ def _lerp_out(xp, out, a, b, w):
 
 _LERP = pointwise("lerp", lambda xp, a, b, w: _lerp_impl(xp, a, b, w), lambda ctx, g: _lerp_backward(ctx, g),
                   out_impl=_lerp_out)
+_LERP.opmath_scalars = True  # a number weight enters as float32, not rounded to bf16 (torch's kernel)
 
 
 def _lerp_backward(ctx, g):
