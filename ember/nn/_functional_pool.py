@@ -16,7 +16,7 @@ from .. import _dtype as dt
 from .._dispatch import SAVE_RESULT, OpDef, call, quantized_error
 from .._ops import conv as conv_ops
 from .._ops import quantized_ops
-from .._tensor import Tensor
+from .._tensor import SCALAR_NAMES, Tensor
 from ._functional_conv import _tuple
 
 __all__ = [
@@ -182,6 +182,11 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
     if input._qparams is not None:  # torch's quantized kernel, not the decomposition: it rounds its own way
         return _quantized_avg_pool(dims, input, kernel, stride, padding, ceil_mode, count_include_pad,
                                    divisor_override, out)
+    if x.dtype is dt.int64:  # torch averages int64 too: the sum divided with C++'s truncating division
+        result = _avg_pool(dims, name, x.double(), kernel, stride, padding, ceil_mode, count_include_pad,
+                           divisor_override).trunc().long()
+        return result.squeeze(0) if unbatched else result
+    _floating_only(x, "avg_pool3d" if dims == 3 else "avg_pool2d")
     n, c = x.shape[:2]
     pairs = tuple((padding[i], max((out[i] - 1) * stride[i] + kernel[i] - spatial[i] - padding[i], 0))
                   for i in range(dims))
@@ -226,6 +231,19 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                      divisor_override)
 
 
+def _floating_only(x, kernel: str) -> None:
+    """torch's CPU pooling kernels are dispatched for floating types only (avg_pool also for int64)."""
+    if not x.is_floating_point():
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[x.dtype.name]}\'')
+
+
+def _nonempty(x, name: str) -> None:
+    for dim in range(1, x.ndim):
+        if x.shape[dim] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(x.shape)} with dimension {dim} being empty")
+
+
 def _adaptive_bounds(size, out):
     return [(math.floor(i * size / out), math.ceil((i + 1) * size / out)) for i in range(out)]
 
@@ -248,6 +266,12 @@ def _adaptive_avg(dims, input, output_size, name):
         raise NotImplementedError("ember has no quantized adaptive_avg_pool3d")
     if all(o == 1 for o in out):  # global pooling: a mean, as ATen does (no window machinery, no kernel of ones)
         result = x.mean(tuple(range(2, 2 + dims)), keepdim=True)
+        return result.squeeze(0) if unbatched else result
+    kernel_name = "adaptive_avg_pool3d" if dims == 3 else "adaptive_avg_pool2d"
+    _floating_only(x, kernel_name)
+    _nonempty(x, kernel_name)
+    if 0 in out:
+        result = x.new_zeros(tuple(x.shape[:2]) + tuple(out))
     elif all(spatial[i] % out[i] == 0 for i in range(dims)):
         kernel = tuple(spatial[i] // out[i] for i in range(dims))
         result = _avg_pool(dims, name, x, kernel, kernel, 0, False, True, None)
@@ -282,8 +306,16 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_max(dims, input, output_size, return_indices, name):
     x, unbatched, spatial, out = _adaptive(dims, input, output_size, None, name)
-    bounds = [_adaptive_bounds(spatial[i], out[i]) for i in range(dims)]
+    kernel = "adaptive_max_pool3d" if dims == 3 else "adaptive_max_pool2d"
+    _floating_only(x, kernel)
+    _nonempty(x, kernel)
     n, c = x.shape[:2]
+    if 0 in out:
+        values, indices = x.new_zeros((n, c) + tuple(out)), x.new_zeros((n, c) + tuple(out), dtype=dt.int64)
+        if unbatched:
+            values, indices = values.squeeze(0), indices.squeeze(0)
+        return (values, indices) if return_indices else values
+    bounds = [_adaptive_bounds(spatial[i], out[i]) for i in range(dims)]
     flat = x.reshape(n, c, -1)
     index_rows = []
     for position in np.ndindex(*out):

@@ -64,6 +64,14 @@ CASES = [
                                                                          _x(lib, 3).sigmoid()), ["between 0 and 1"]),
     ("one_hot-too-large", lambda lib: lib.nn.functional.one_hot(_long(lib, [0, 3]), 3), ["smaller than"]),
     ("one_hot-negative", lambda lib: lib.nn.functional.one_hot(_long(lib, [-1, 1]), 3), ["non-negative"]),
+    ("avg_pool2d-int32", lambda lib: lib.nn.functional.avg_pool2d(lib.ones(1, 1, 4, 4, dtype=lib.int32), 2),
+     ["avg_pool2d", "Int"]),
+    ("adaptive_avg_pool2d-long", lambda lib: lib.nn.functional.adaptive_avg_pool2d(
+        lib.ones(1, 1, 4, 4, dtype=lib.int64), 2), ["adaptive_avg_pool2d", "Long"]),
+    ("adaptive_max_pool2d-long", lambda lib: lib.nn.functional.adaptive_max_pool2d(
+        lib.ones(1, 1, 4, 4, dtype=lib.int64), 2), ["adaptive_max_pool2d", "Long"]),
+    ("adaptive_avg_pool2d-empty", lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.ones(1, 2, 0, 4), 2),
+     ["non-zero size", "dimension 2"]),
     ("bce-logits-size", lambda lib: lib.nn.functional.binary_cross_entropy_with_logits(_x(lib, 3), _x(lib, 4)),
      ["[4]", "[3]"]),
     ("mha-attn_mask-shape", lambda lib: _mha(lib, _x(lib, 4, 2, 6), _x(lib, 3, 2, 6), _x(lib, 3, 2, 6),

@@ -108,3 +108,11 @@ def test_rms_norm_computes_half_precision_in_float32(dtype):
 
     # (x's gradient cancels to ~1e-7 in places: an absolute tolerance)
     _assert_same(normed, rtol=1e-6 if dtype == "float32" else 1e-2, atol=1e-6 if dtype == "float32" else 1e-3)
+
+
+def test_pooling_int64_averages_and_empty_outputs():
+    data = [[[[8, 2, 4, 11], [9, -4, 4, 0], [0, 2, 0, 7], [3, 0, 2, 1]]]]
+    _assert_same(lambda lib: [lib.nn.functional.avg_pool2d(lib.tensor(data), 2),
+                              lib.nn.functional.avg_pool1d(lib.tensor(data)[0], 2)])
+    _assert_same(lambda lib: [lib.nn.functional.adaptive_avg_pool2d(lib.ones(1, 2, 4, 4), (0, 2)),
+                              *lib.nn.functional.adaptive_max_pool2d(lib.ones(1, 2, 4, 4), 0, return_indices=True)])
