@@ -210,6 +210,11 @@ def _float_dtype(dtype, out) -> dt.dtype:
 def rand(*size_args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uniform samples on [0, 1)."""
+    if not size_args and size is None:
+        raise TypeError("rand() received an invalid combination of arguments - got (), but expected one of:\n"
+                        " * (tuple of ints size, *, torch.Generator generator, tuple of names names, torch.dtype dtype"
+                        " = None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+                        "bool requires_grad = False)\n")
     dtype = _float_dtype(dtype, out)
     _require_float("check_uniform_bounds", dtype)
     return _factory(_factory_size(size_args, size), dtype, device, requires_grad, out, generator,
@@ -271,6 +276,8 @@ def randint(*args, low=None, high=None, size=None, generator=None, out=None, dty
 def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     dtype = dtype or (out._dtype if out is not None else dt.int64)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
-from .._tensor import Tensor
+from .._tensor import SCALAR_NAMES, Tensor
 from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, range_check, softplus
 
 __all__ = [
@@ -76,6 +76,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     from .. import where
 
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     diff = (input - target).abs()
     loss = where(diff < delta, 0.5 * diff.square(), delta * (diff - 0.5 * delta))
     if weight is not None:
@@ -87,6 +89,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
                    beta: float = 1.0) -> Tensor:
     from .. import where
 
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     diff = (input - target).abs()
     if beta == 0.0:
         loss = diff
@@ -171,6 +175,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over dim 1 (or 0 for unbatched input) followed by NLL, with class-probability targets too."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if label_smoothing > 1.0:  # (torch lets a negative value through)
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
+                           f"{SCALAR_NAMES[weight.dtype.name]}")
+    if target.is_floating_point() and ignore_index != -100:
+        raise RuntimeError("ignore_index is not supported for floating point target")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     if target.is_floating_point():
@@ -238,6 +249,12 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {SCALAR_NAMES[target.dtype.name]} but expected "
+                           f"{SCALAR_NAMES[input.dtype.name]}")
+    if weight is not None and tuple(np.broadcast_shapes(tuple(weight.shape), tuple(input.shape))) != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+                           f"{list(np.broadcast_shapes(tuple(weight.shape), tuple(input.shape)))}")
     message = "all elements of input should be between 0 and 1"
     input = range_check(input, 0, 1, message, message)
     message = "all elements of target should be between 0 and 1"
@@ -255,6 +272,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if not target.is_floating_point():
+        raise RuntimeError(f"result type {SCALAR_NAMES[input.dtype.name]} can't be cast to the desired output type "
+                           f"{SCALAR_NAMES[target.dtype.name]}")
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input - log_weight * logsigmoid(input)
@@ -268,6 +288,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not input.is_floating_point() or not target.is_floating_point():
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -367,6 +389,10 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:

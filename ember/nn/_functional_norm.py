@@ -289,6 +289,8 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
     shape = _channel_shape(input)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if math.prod(input.shape[2:]) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     axes = tuple(range(2, input.ndim))
     w = weight.reshape(shape) if weight is not None else None
     b = bias.reshape(shape) if bias is not None else None

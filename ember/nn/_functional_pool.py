@@ -193,6 +193,8 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
     ones = x.new_ones((1, 1) + kernel)
     geometry = {"stride": stride, "padding": pairs, "dilation": (1,) * dims, "groups": 1}
     summed = conv_ops.conv(x.reshape((n * c, 1) + spatial), ones, None, geometry).reshape((n, c) + out)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     if divisor_override:
         result = summed / divisor_override
     else:
@@ -251,6 +253,12 @@ def _adaptive_bounds(size, out):
 def _adaptive(dims, input, output_size, reduce_window, name):
     x, unbatched = _batched(input, dims, name)
     spatial = tuple(x.shape[2:])
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != dims:
+            raise RuntimeError(f"{name}: output_size must be {dims}")
+        if dims == 1 and output_size[0] is None:
+            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, but found element "
+                            "of type NoneType at pos 0")
     output_size = _tuple(output_size, dims, "output_size") if not isinstance(output_size, (tuple, list)) else tuple(
         spatial[i] if output_size[i] is None else output_size[i] for i in range(dims))
     return x, unbatched, spatial, output_size

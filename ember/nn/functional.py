@@ -392,7 +392,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor._dtype is not dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:  # (the result's shape depends on the values: a read, a graph break in ember.compile)
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+        if not tensor.numel():
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
     tensor = range_check(tensor, 0, num_classes - 1, "Class values must be non-negative.",
                          "Class values must be smaller than num_classes.")
     out = tensor.new_zeros(tuple(tensor.shape) + (num_classes,))

@@ -113,6 +113,33 @@ CASES = [
     ("transformer-d_model", lambda lib: lib.nn.TransformerEncoderLayer(6, 4), []),
     ("module-list-index", lambda lib: lib.nn.ModuleList([lib.nn.ReLU()])[2], ["2"]),
     ("sequential-slice-assign", lambda lib: lib.nn.ModuleDict({"a": lib.nn.ReLU()})["b"], ["b"]),
+    # validation torch does and ember skipped (found by a probe round)
+    ("ce-label-smoothing", lambda lib: lib.nn.functional.cross_entropy(_x(lib, 2, 3), _long(lib, [0, 1]),
+                                                                       label_smoothing=1.5), ["1.5"]),
+    ("ce-probs-ignore-index", lambda lib: lib.nn.functional.cross_entropy(_x(lib, 2, 3), _x(lib, 2, 3).softmax(1),
+                                                                          ignore_index=1), ["ignore_index"]),
+    ("ce-weight-dtype", lambda lib: lib.nn.functional.cross_entropy(_x(lib, 2, 3).double(), _long(lib, [0, 1]),
+                                                                    weight=lib.ones(3)), ["Double", "Float"]),
+    ("huber-delta", lambda lib: lib.nn.functional.huber_loss(_x(lib, 3), _x(lib, 3), delta=0.0), ["delta"]),
+    ("smooth-l1-beta", lambda lib: lib.nn.functional.smooth_l1_loss(_x(lib, 3), _x(lib, 3), beta=-1.0), ["beta"]),
+    ("one-hot-empty", lambda lib: lib.nn.functional.one_hot(lib.zeros(0, dtype=lib.int64)), ["empty"]),
+    ("kl-div-integral", lambda lib: lib.nn.functional.kl_div(_x(lib, 3), lib.ones(3, dtype=lib.int64),
+                                                             reduction="sum"), ["Integral"]),
+    ("randperm-float", lambda lib: lib.randperm(5.0), ["int"]),
+    ("rand-no-size", lambda lib: lib.rand(), []),
+    ("avg-pool-divisor-zero", lambda lib: lib.nn.functional.avg_pool2d(_x(lib, 1, 1, 4, 4), 2, divisor_override=0),
+     ["divisor"]),
+    ("adaptive-pool-size-length", lambda lib: lib.nn.functional.adaptive_avg_pool2d(_x(lib, 1, 1, 4, 4), (2, 2, 2)),
+     ["output_size must be 2"]),
+    ("bce-target-dtype", lambda lib: lib.nn.functional.binary_cross_entropy(lib.full((3,), 0.5),
+                                                                            lib.ones(3, dtype=lib.int64)), ["Long"]),
+    ("bce-weight-shape", lambda lib: lib.nn.functional.binary_cross_entropy(lib.full((2, 3), 0.5), lib.ones(2, 3),
+                                                                            weight=lib.ones(2, 2, 3)), ["[2, 3]"]),
+    ("bce-logits-target-dtype", lambda lib: lib.nn.functional.binary_cross_entropy_with_logits(
+        _x(lib, 3), lib.ones(3, dtype=lib.int64)), ["Long"]),
+    ("instance-norm-one-element", lambda lib: lib.nn.InstanceNorm1d(3)(_x(lib, 2, 3, 1)), ["spatial"]),
+    ("triplet-dims", lambda lib: lib.nn.functional.triplet_margin_loss(_x(lib, 2, 3), _x(lib, 3), _x(lib, 2, 3)),
+     ["dimensions"]),
 ]
 
 
