@@ -360,7 +360,9 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
         selected = weight.index_select(0, rows)
         # torch's kernel: only rows with norm > max_norm change, scaled by max_norm / (norm + 1e-7) in double
         norms = selected.norm(p=norm_type, dim=1, keepdim=True).double()
-        scale = (max_norm / (norms + 1e-7)).where(norms > max_norm, 1.0).to(weight.dtype)
+        # (a 0-d tensor over the norms: a division, as the C++ kernel; `number / tensor` is a reciprocal times
+        # the number, as torch's Python operator)
+        scale = (norms.new_full((), max_norm) / (norms + 1e-7)).where(norms > max_norm, 1.0).to(weight.dtype)
         weight.index_copy_(0, rows, selected * scale)
 
 
