@@ -45,6 +45,133 @@ def eliminate_dead_code(graph: Graph) -> int:
     return removed
 
 
+def _remap(graph: Graph, mapping: dict) -> None:
+    """Point every use of a Value in `mapping` (by id) at its replacement: node args, outputs, kept writes."""
+    for node in graph.nodes:
+        node.args = _swap_values(node.args, mapping)
+    if graph.output is not None:
+        graph.output.structure = _swap_values(graph.output.structure, mapping)
+    graph.mutations = [(_swap_values(target, mapping), _swap_values(new, mapping), mode)
+                       for target, new, mode in graph.mutations]
+
+
+def _frozen(value):
+    """A hashable stand-in for an op's argument or param: values and literals as they are, containers
+    item by item, anything else (arrays, generators, objects) by identity -- never equal by accident."""
+    if isinstance(value, Value):
+        return ("value", id(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_frozen(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((key, _frozen(item)) for key, item in value.items()))
+    if value is None or type(value) in (int, float, bool, str, complex):
+        return (type(value), value)
+    return ("id", id(value))
+
+
+def _sinks(graph: Graph) -> set:
+    """ids of the Values a caller receives or a kept in-place write names: they keep their own tensors."""
+    found = {id(v) for v in iter_values(graph.output.structure)} if graph.output is not None else set()
+    for target, new, _ in graph.mutations:
+        found.update((id(target), id(new)))
+    return found
+
+
+def eliminate_common_subexpressions(graph: Graph) -> int:
+    """Drop a call that repeats an earlier one (same op, operands, params and grad mode): its uses read the
+    earlier results (`x.exp() + x.exp()` computes one exp).  Random ops are never merged, and neither are calls
+    whose results the caller receives (two outputs must stay two tensors)."""
+    sinks = _sinks(graph)
+    seen: dict = {}
+    mapping: dict = {}
+    kept = []
+    for node in graph.nodes:
+        if node.kind == "call" and node.args and node.op is not None:
+            node.args = _swap_values(node.args, mapping)
+            key = (id(node.op), _frozen(node.args), _frozen(node.params), node.grad_enabled)
+            mergeable = "generator" not in node.params and not any(id(v) in sinks for v in node.results)
+            earlier = seen.get(key) if mergeable else None
+            if earlier is not None and len(earlier.results) == len(node.results):
+                mapping.update((id(v), e) for v, e in zip(node.results, earlier.results))
+                continue
+            if mergeable:
+                seen[key] = node
+        kept.append(node)
+    graph.nodes = kept
+    if mapping:
+        _remap(graph, mapping)
+    return len(mapping)
+
+
+def _swap_values(structure, mapping: dict):
+    if isinstance(structure, Value):
+        return mapping.get(id(structure), structure)
+    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
+        return tuple(_swap_values(item, mapping) for item in structure)
+    if isinstance(structure, list):
+        return [_swap_values(item, mapping) for item in structure]
+    if isinstance(structure, dict):
+        return {key: _swap_values(item, mapping) for key, item in structure.items()}
+    return structure
+
+
+def _constant(node: Node) -> bool:
+    """An external whose value is the same at every call: a tensor made in the function from numbers (not a
+    random draw, not remade at each call's sizes, not a leaf that requires grad)."""
+    return (node.kind == "external" and getattr(node, "created", False) and not getattr(node, "random", False)
+            and node.symbolic_params is None and not node.tensor._requires_grad)
+
+
+def fold_constants(graph: Graph) -> int:
+    """Compute at compile time every call whose operands are all constants (a causal mask `ones(T, T).tril()`,
+    `arange(T).float().exp()`): its results become constants of the graph, computed by the same op as eager.
+    A folded value the caller receives, or a kept write names, is copied for each call (as made tensors are)."""
+    sinks = _sinks(graph)
+    constant: dict = {}  # id(Value) -> tensor
+    for node in graph.nodes:
+        if _constant(node):
+            constant[id(node.results[0])] = node.tensor
+    kept = []
+    folded = 0
+    for node in graph.nodes:
+        operands = list(iter_values(node.args))
+        if (node.kind != "call" or not operands or "generator" in node.params or getattr(node, "index_args", 0)
+                or node.symbolic_params is not None or any(v.symbolic_shape is not None for v in node.results)
+                or not all(id(v) in constant for v in operands)):
+            kept.append(node)
+            continue
+        args = _map_operands(node.args, constant)
+        with _no_grad():
+            results = _dispatch.call(node.op, args, node.params)
+        results = results if isinstance(results, tuple) else (results,)
+        for value, tensor in zip(node.results, results):
+            external = Node("external", value.name, tensor=tensor, path=f"a constant, folded from {node.op.name}")
+            external.results = [value]
+            value.node, value.index = external, 0
+            external.created = id(value) in sinks  # (a fresh copy per call, as made tensors)
+            constant[id(value)] = tensor
+            kept.append(external)
+        folded += 1
+    graph.nodes = kept
+    return folded
+
+
+def _map_operands(structure, constant: dict):
+    if isinstance(structure, Value):
+        return constant[id(structure)]
+    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
+        return tuple(_map_operands(item, constant) for item in structure)
+    if isinstance(structure, list):
+        return [_map_operands(item, constant) for item in structure]
+    return structure
+
+
+def _no_grad():
+    from .._autograd.grad_mode import no_grad
+
+    return no_grad()
+
+
 def split_linear_bias(graph: Graph) -> None:
     """linear(x, w, b) whose every user is a fusible pointwise op becomes linear(x, w) + b, so the bias add
     joins the consumer's kernel (GELU after an MLP's first linear, the residual add after a projection)
@@ -505,6 +632,11 @@ class CompiledGraph:
                 raise symbolic.NotGeneric("no argument carries the batch dim")
         self.captured_code = graph.code
         codegen.log("graph_code", self.captured_code, options)
+        options = options or {}
+        self.folded = self.merged = 0
+        if options.get("passes", True):  # constant folding and CSE (options={"passes": False} skips them)
+            self.folded = fold_constants(graph)
+            self.merged = eliminate_common_subexpressions(graph)
         self.dead = eliminate_dead_code(graph)
         for node in graph.nodes:
             node.results_original = list(node.results)
