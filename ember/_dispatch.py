@@ -64,7 +64,7 @@ class OpDef:
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
-                 "quantized", "data_dependent", "opmath_scalars")
+                 "quantized", "data_dependent", "opmath_scalars", "grad_reads")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -88,6 +88,10 @@ class OpDef:
         # a Python number operand of a float16/bfloat16 call enters as float32, not rounded to the half type
         # (torch's mul and div kernels read a CPU scalar's original value; add, sub and pow round it)
         self.opmath_scalars = False
+        # for each input, the input positions its gradient formula reads (mul: the other operand), so that a
+        # saved input no needed gradient reads may change in place before backward, as in torch (which saves
+        # only what it reads); None: every saved input is checked
+        self.grad_reads = None
         # params -> params for the backward node: copies of arrays the params share with tensors the caller
         # may still write (an index key built from a mask tensor), so backward sees the forward's values
         self.snapshot = None

@@ -161,6 +161,8 @@ class Tensor:
         self._output_nr = 0
         self._base = source if source._base is None else source._base
         self._view_version = source._storage.version
+        if not state.enabled and source._requires_grad:  # see _check_inplace
+            self.__dict__["_no_grad_view"] = True
         return self
 
     def _make_subclass_of(self, cls, requires_grad: bool) -> Tensor:
@@ -513,6 +515,13 @@ class Tensor:
 
     # ------------------------------------------------------------ in-place results
     def _check_inplace(self) -> None:
+        if state.enabled and self._base is not None and "_no_grad_view" in self.__dict__:
+            # torch's CreationMeta::NO_GRAD_MODE: autograd cannot tell what such a write should mean
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+                "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+                "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
         if state.enabled and self._requires_grad:
             if self._base is None and self._grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

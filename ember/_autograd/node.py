@@ -248,7 +248,13 @@ class OpNode(Node):
         hooks = state.saved_hooks[-1] if state.saved_hooks else None
         if saves & 1:
             self._saved = args
-            self._saved_versions = tuple(a._storage.version if hasattr(a, "_storage") else None for a in args)
+            reads = op.grad_reads
+            if reads is None:
+                self._saved_versions = tuple(a._storage.version if hasattr(a, "_storage") else None for a in args)
+            else:  # only the inputs a needed gradient reads are version-checked
+                needed = {i for j, flag in enumerate(needs_input_grad) if flag and j < len(reads) for i in reads[j]}
+                self._saved_versions = tuple(a._storage.version if i in needed and hasattr(a, "_storage") else None
+                                             for i, a in enumerate(args))
             if hooks is not None:  # see SavedTensor; versions None marks the packed form
                 self._saved = tuple(SavedTensor(a, hooks) if hasattr(a, "_storage") else a for a in args)
                 self._saved_versions = None

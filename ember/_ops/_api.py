@@ -105,6 +105,12 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
     return out
 
 
+def as_requested(result, dtype):
+    """An integer `dtype=` is the result's dtype (torch accumulates in it, wrapping; int64 then a cast wraps
+    the same), not only the input's: integer scans and reductions otherwise give int64."""
+    return result if dtype is None or result._dtype is dtype else result.to(dtype)
+
+
 def finish_out(result, out):
     """Return `result`, or write it into `out` (a tensor, or a tuple of them for a tuple result) and return that."""
     if out is None:

@@ -379,6 +379,7 @@ def _mul_backward(ctx, g):
 
 _MUL = pointwise("mul", lambda xp, a, b: a * b, _mul_backward, out_impl=_ufunc_out("multiply"))
 _MUL.opmath_scalars = True  # bf16 `x * 1.37` multiplies by 1.37 in float32, as torch (see OpDef)
+_MUL.grad_reads = ((1,), (0,))
 # Saves the operands only, as torch's DivBackward0: an in-place write to the quotient stays legal.
 _DIV = pointwise("div", lambda xp, a, b: a / b, lambda ctx, g: _div_backward(ctx, g), rule=promote_float,
                  out_impl=_ufunc_out("true_divide"))

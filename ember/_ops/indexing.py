@@ -283,8 +283,8 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
 
 
 def _check_index_tensor(name: str, index: Tensor) -> None:
-    if index._dtype is not dt.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index._dtype is not dt.int64 and index._dtype is not dt.int32:  # (torch 2.x takes int32 indices too)
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
 def _gather_impl(xp, a, index, dim):

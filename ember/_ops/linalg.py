@@ -84,6 +84,8 @@ def _batched_matmul_impl(xp, a, b):
 
 
 _BATCHED = _product_op("matmul", _batched_matmul_impl, _matmul_backward, _matmul_meta)
+for _op in (_MM, _BMM, _BATCHED):
+    _op.grad_reads = ((1,), (0,))  # each operand's gradient reads only the other
 
 
 def _mv_backward(ctx, g):

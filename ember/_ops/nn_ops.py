@@ -316,6 +316,7 @@ def _linear_meta(args, params):
 
 LINEAR = OpDef("linear", _linear_impl, _linear_backward, dtype_rule=promote, saves=SAVE_INPUTS, meta=_linear_meta,
                grad_name="AddmmBackward0")
+LINEAR.grad_reads = ((1,), (0,), ())  # x's gradient reads the weight, the weight's x, the bias's neither
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..return_types import aminmax as aminmax_type
 from ..return_types import max as max_type
 from ..return_types import min as min_type
-from ._api import export, finish_out, write_out
+from ._api import as_requested, export, finish_out, write_out
 from ._shapes import normalize_dims
 from .indexing import spread
 
@@ -71,7 +71,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None)
     """Sum over `dim` (all dims by default); bool and integer inputs sum to int64."""
     if dtype is not None:
         input = input.to(dtype)
-    return finish_out(call(_SUM, (input,), reduce_params(input, dim, keepdim)), out)
+    return finish_out(as_requested(call(_SUM, (input,), reduce_params(input, dim, keepdim)), dtype), out)
 
 
 @export
@@ -471,7 +471,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=
     if dtype is not None:
         input = input.to(dtype)
     params = reduce_params(input, dim, keepdim if dim is not None else False)
-    return finish_out(call(_PROD, (input,), params), out)
+    return finish_out(as_requested(call(_PROD, (input,), params), dtype), out)
 
 
 # ---------------------------------------------------------------- var, std

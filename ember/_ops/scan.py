@@ -15,7 +15,7 @@ from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from ..return_types import cummax as cummax_type
 from ..return_types import cummin as cummin_type
-from ._api import export, finish_out, make_inplace, write_out
+from ._api import as_requested, export, finish_out, make_inplace, write_out
 from .indexing import spread
 from .movement import cat
 
@@ -127,7 +127,7 @@ def _scan(op, input: Tensor, dim, dtype, out, reverse=False):
     if dtype is not None:
         input = input.to(dtype)
     params = {"dim": wrap_dim(dim, input.ndim), "reverse": reverse}
-    return finish_out(call(op, (input,), params), out)
+    return finish_out(as_requested(call(op, (input,), params), dtype), out)
 
 
 @export

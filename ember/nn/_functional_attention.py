@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
-from .._ops._generator import _generator_for
+from .._ops.random import _factory
 from .._tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "set_sdpa_block_size", "get_sdpa_block_size"]
@@ -111,8 +111,9 @@ def _keeps_probabilities(query_shape, key_shape) -> bool:
     return key_shape[-2] <= 4 * query_shape[-1]
 
 
-def _forward_impl(xp, q, k, v, mask, causal, scale, dropout_p, seed):
+def _forward_impl(xp, q, k, v, mask, seed, causal, scale, dropout_p):
     q, k, v, mask = _widen(q, k, v, mask)
+    seed = 0 if seed is None else int(seed)
     length = q.shape[-2]
     out = _like(xp, q.shape[:-1] + (v.shape[-1],), q.dtype, q, xp.empty)
     lse = xp.empty(q.shape[:-1], q.dtype)
@@ -196,8 +197,9 @@ def _scale_in_place(weights, kept, p):
     return weights
 
 
-def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, causal, scale, dropout_p, seed):
+def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, seed, causal, scale, dropout_p):
     g, q, k, v, out, lse, mask = _widen(g, q, k, v, out, lse, mask)
+    seed = 0 if seed is None else int(seed)
     saved = saved if saved.size else None  # the forward's softmax, when it kept it (_keeps_probabilities)
     length = q.shape[-2]
     grad_q = _like(xp, q.shape, q.dtype, q, xp.empty)
@@ -276,11 +278,11 @@ class _GradientSum:
 
 def _sdpa_backward(ctx, grads):
     g = grads[0]
-    q, k, v, mask = ctx.inputs
+    q, k, v, mask, seed = ctx.inputs
     out, lse, saved = ctx.result
     params = ctx.params
-    grad_q, grad_k, grad_v = call(_BACKWARD, (g, q, k, v, out, lse, saved, mask), params)
-    return grad_q, grad_k, grad_v, None
+    grad_q, grad_k, grad_v = call(_BACKWARD, (g, q, k, v, out, lse, saved, mask, seed), params)
+    return grad_q, grad_k, grad_v, None, None
 
 
 def _no_double_backward(ctx, grads):
@@ -343,13 +345,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None and attn_mask._dtype.category >= 2 and attn_mask._dtype is not query._dtype:
         attn_mask = attn_mask.to(query.dtype)
     # the dropout masks come from the default generator's stream (manual_seed reproduces them); backward
-    # regenerates them from this seed
-    seed = int(_generator_for(None, query._device)._rng.integers(2**63)) if dropout_p > 0 else 0
+    # regenerates them from this seed.  It is a 0-d tensor drawn by a random factory, an operand of the op:
+    # under ember.compile the draw is a recorded random node, made anew by each replay (a seed read into
+    # Python was an untraced draw, which made every call with attention dropout run eagerly)
+    seed = _factory((), dt.int64, query._device, False, None, None, ("integers", 0, 2**63 - 1)) \
+        if dropout_p > 0 else None
     if attn_mask is not None and attn_mask.requires_grad:
         # a learned additive mask: fall back to the composite (math) form so it gets a gradient
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p), "seed": seed}
-    return call(SDPA, (query, key, value, attn_mask), params)[0]
+    params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p)}
+    return call(SDPA, (query, key, value, attn_mask, seed), params)[0]
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):

@@ -1201,3 +1201,39 @@ def test_scheduler_read_recompiles_only_when_the_lr_changes():
         opt.step()
         sched.step()
     assert compiled.captures == 3  # lr 0.1, 0.05, 0.025
+
+
+def test_attention_dropout_compiles_and_draws_as_eager():
+    """SDPA's dropout seed was read into Python from the generator (an untraced draw): any model with attention
+    dropout, nn.TransformerEncoderLayer's default included, ran every call eagerly.  The seed is a 0-d tensor
+    drawn by a random factory now, an operand of the op, drawn anew by each replay."""
+    import copy
+
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
+
+    q, k, v = (ember.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
+    compiled = ember.compile(attention)
+    for seed in range(3):
+        ember.manual_seed(seed)
+        out = compiled(q, k, v)
+        out.sum().backward()
+        grad, q.grad = q.grad, None
+        ember.manual_seed(seed)
+        expected = attention(q, k, v)
+        expected.sum().backward()
+        np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+        np.testing.assert_allclose(grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+        q.grad = None
+    assert not compiled.graph_breaks and len(compiled.graphs) == 1
+
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)  # dropout=0.1 by default
+    twin = copy.deepcopy(layer)
+    compiled_layer = ember.compile(layer)
+    for seed in range(3):
+        x = ember.randn(2, 10, 32)
+        ember.manual_seed(seed)
+        out = compiled_layer(x)
+        ember.manual_seed(seed)
+        np.testing.assert_allclose(out.detach().numpy(), twin(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert not compiled_layer._compiled.graph_breaks

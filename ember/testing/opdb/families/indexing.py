@@ -103,7 +103,7 @@ def _gather_errors():
     x = np.zeros((3, 4), np.float32)
     return [ErrorSample(Sample((x, 1, _i(7).reshape(1, 1))), RuntimeError,
                         "index 7 is out of bounds for dimension 1 with size 4"),
-            ErrorSample(Sample((x, 1, np.array([[0.0]]))), RuntimeError, "Expected dtype int64 for index"),
+            ErrorSample(Sample((x, 1, np.array([[0.0]]))), RuntimeError, "Expected dtype int32/int64 for index"),
             ErrorSample(Sample((x, 1, _i(0, 1))), RuntimeError, "same number of dimensions")]
 
 
