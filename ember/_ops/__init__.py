@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     elementwise,
     extra_forms,
     fft_ops,
+    foreach,
     histogramdd,
     householder,
     index_reduce,
