@@ -247,18 +247,25 @@ _SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward", _last_di
 _LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward", _last_dim(_log_softmax_grad), 2)
 
 
-def _softmax_rule(args, params):
-    dtype = args[0]._dtype
-    if dtype.category < 2:
-        from .._tensor import SCALAR_NAMES
+def _softmax_rule_for(kernel: str):
+    def rule(args, params):
+        dtype = args[0]._dtype
+        if dtype.category < 2:
+            from .._tensor import SCALAR_NAMES
 
-        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
-    return dtype, dtype
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
+        return dtype, dtype
+
+    return rule
+
+
+_softmax_rule = _softmax_rule_for("softmax_lastdim_kernel_impl")
 
 
 SOFTMAX = OpDef("softmax", _softmax_impl, _softmax_backward, dtype_rule=_softmax_rule, saves=SAVE_RESULT,
                 meta=lambda args, p: args[0].shape)
-LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward, dtype_rule=_softmax_rule,
+LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward,
+                    dtype_rule=_softmax_rule_for("log_softmax_lastdim_kernel_impl"),
                     saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
 
 

@@ -98,11 +98,16 @@ def _logical_bitwise(name, logical, bitwise):
     return method
 
 
+def _matrices_only(name: str, tensor):
+    raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got "
+                       f"{tensor.ndim}-D tensor.")
+
+
 PROPERTIES = {
     "T": lambda self: views.permute(self, tuple(range(self.ndim - 1, -1, -1))),
-    "mT": lambda self: views.transpose(self, -2, -1),
+    "mT": lambda self: views.transpose(self, -2, -1) if self.ndim >= 2 else _matrices_only("mT", self),
     "H": lambda self: views.permute(self, tuple(range(self.ndim - 1, -1, -1))).conj(),
-    "mH": lambda self: views.transpose(self, -2, -1).conj(),
+    "mH": lambda self: views.transpose(self, -2, -1).conj() if self.ndim >= 2 else _matrices_only("mH", self),
 }
 
 

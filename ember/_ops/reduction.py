@@ -147,7 +147,8 @@ def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> 
     if input.numel() or not input.ndim:
         return
     if not dim_given:
-        raise RuntimeError(
+        kind = IndexError if name in ("argmax", "argmin") else RuntimeError  # (torch's types differ so)
+        raise kind(
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
             "with the 'dim' argument."
         )

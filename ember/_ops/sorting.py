@@ -169,6 +169,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     """The k-th smallest element along `dim` (1-based) and its index."""
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
     if k < 1 or k > size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     values, indices = call(_KTHVALUE, (input,), {"k": int(k), "dim": dim, "keepdim": bool(keepdim)})
