@@ -430,6 +430,8 @@ def _as_half_compute_array(value, half_dtype, opmath_scalars=False):
     to the common dtype, then widen it to float32 for the computation."""
     if isinstance(value, Tensor):
         array = value._data
+        if opmath_scalars and array.ndim == 0 and array.dtype != half_dtype and array.dtype.kind == "f":
+            return array.astype(np.float32)  # a 0-d tensor is a CPU scalar to torch's kernels: its own value
     elif type(value) in (int, float):
         # a NumPy float32 scalar, not a 0-d array: a host array must never meet device arrays (cuda)
         if opmath_scalars:

@@ -59,3 +59,16 @@ def test_foreach_list_length_errors():
             lib._foreach_add(_tensors(lib), [lib.ones(3)])
         with pytest.raises(RuntimeError, match="scalar list"):
             lib._foreach_add(_tensors(lib), [1.0])
+
+
+def test_foreach_argument_checks_as_torch():
+    for lib in (ember, torch):
+        xs = [lib.ones(2), lib.ones(3)]
+        out = lib._foreach_addcmul(xs, xs, xs, lib.tensor([0.5, 2.0]))  # scalars as a 1-D tensor
+        assert [t.tolist() for t in out] == [[1.5, 1.5], [3.0, 3.0, 3.0]]
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            lib._foreach_maximum_([lib.tensor([1, 5])], lib.tensor(1.5))
+        with pytest.raises(TypeError):
+            lib._foreach_add([lib.ones(2)], 1.5, alpha=2)
+        with pytest.raises(RuntimeError, match="at least one tensor"):
+            lib._foreach_mul([], 2)

@@ -20,6 +20,11 @@ CASES = {
     "div_": lambda lib, x: x.clone().div_(0.73),
     "lerp": lambda lib, x: lib.lerp(x, x * 0 + 1, 0.3),
     "lerp_high": lambda lib, x: lib.lerp(x, x * 0 + 1, 0.7),
+    "mul_0d_tensor": lambda lib, x: x * lib.tensor(1.37),  # a 0-d tensor is a CPU scalar to torch's kernels
+    "div_0d_tensor": lambda lib, x: x / lib.tensor(1.37),
+    "div_floor": lambda lib, x: lib.div(x * 3, 0.1, rounding_mode="floor"),
+    "div_trunc": lambda lib, x: lib.div(x * 3, 1.37, rounding_mode="trunc"),
+    "floordiv": lambda lib, x: (x * 3) // 1.37,
 }
 
 

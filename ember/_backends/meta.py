@@ -35,6 +35,11 @@ class MetaArray:
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
+    def __add__(self, other):  # gradient accumulation adds arrays: on meta, only the shape is kept
+        return MetaArray(np.broadcast_shapes(self.shape, getattr(other, "shape", ())), self.dtype)
+
+    __radd__ = __iadd__ = __add__
+
     def dummy(self):
         """A zero-stride NumPy array of this shape and dtype that owns one element: for abstract evaluation."""
         return np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, (0,) * len(self.shape))

@@ -64,7 +64,11 @@ def _frozen(value):
         return (type(value).__name__, tuple(_frozen(item) for item in value))
     if isinstance(value, dict):
         return ("dict", tuple((key, _frozen(item)) for key, item in value.items()))
-    if value is None or type(value) in (int, float, bool, str, complex):
+    if type(value) is float:  # by sign too: 0.0 == -0.0, yet x + -0.0 and x + 0.0 differ at x = -0.0
+        return (float, value, math.copysign(1.0, value))
+    if type(value) is complex:
+        return (complex, _frozen(value.real), _frozen(value.imag))
+    if value is None or type(value) in (int, bool, str):
         return (type(value), value)
     return ("id", id(value))
 

@@ -479,6 +479,7 @@ _DIV_TRUNC = pointwise("div", lambda xp, a, b: special_math.int_div(xp, a, b, "t
                        rule=_real_promote("div_trunc"))
 _DIV_FLOOR = pointwise("div", lambda xp, a, b: special_math.int_div(xp, a, b, "floor"), _zero_grads, saves=0,
                        rule=_real_promote("div_floor"))
+_DIV_TRUNC.opmath_scalars = _DIV_FLOOR.opmath_scalars = True
 
 
 @export(inplace=True, aliases=("divide",))
@@ -509,6 +510,7 @@ def _no_derivative(name):
 
 _FLOOR_DIVIDE = pointwise("floor_divide", lambda xp, a, b: special_math.int_div(xp, a, b, "floor"),
                           _no_derivative("floor_divide"), saves=0, rule=_real_promote("div_floor"))
+_FLOOR_DIVIDE.opmath_scalars = True
 
 
 @export(inplace=True)

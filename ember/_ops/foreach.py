@@ -25,6 +25,11 @@ def _check_lists(first, other) -> None:
         raise RuntimeError("Tensor list must have same number of elements as scalar list.")
 
 
+def _nonempty(tensors) -> None:
+    if not len(tensors):
+        raise RuntimeError("Tensor list must have at least one tensor.")
+
+
 def _operands(tensors, other) -> list:
     """`other` per tensor: a list (of tensors or numbers) item by item, anything else repeated."""
     if isinstance(other, (list, tuple)):
@@ -42,7 +47,15 @@ def _method(tensor, name: str, inplace: bool):
         def apply(other):
             if isinstance(other, Tensor):
                 result = getattr(ember, name)(tensor, other)
-                return tensor.copy_(result) if inplace else result
+                if not inplace:
+                    return result
+                from .. import _dtype as dt
+                from .._tensor import SCALAR_NAMES
+
+                if not dt.can_cast(result._dtype, tensor._dtype):
+                    raise RuntimeError(f"result type {SCALAR_NAMES[result._dtype.name]} can't be cast to the desired "
+                                       f"output type {SCALAR_NAMES[tensor._dtype.name]}")
+                return tensor.copy_(result)
             return getattr(tensor, clamp + "_" if inplace else clamp)(other)
 
         return apply
@@ -51,6 +64,7 @@ def _method(tensor, name: str, inplace: bool):
 
 def _make_unary(name: str, inplace: bool):
     def fn(tensors):
+        _nonempty(tensors)
         results = [_method(t, name, inplace)() for t in tensors]
         return tensors if inplace else tuple(results)
 
@@ -63,6 +77,10 @@ def _make_binary(name: str, inplace: bool):
             import ember
 
             return tuple(ember.pow(tensors, t) for t in other)
+        _nonempty(tensors)
+        if alpha is not None and not isinstance(other, (list, tuple)):  # (alpha goes with a tensor list only)
+            raise TypeError(f"_foreach_{name}() got an unexpected keyword argument 'alpha' with a "
+                            f"{type(other).__name__} operand")
         extra = {} if alpha is None else {"alpha": alpha}
         results = [_method(t, name, inplace)(o, **extra) for t, o in zip(tensors, _operands(tensors, other))]
         return tensors if inplace else tuple(results)
@@ -72,6 +90,9 @@ def _make_binary(name: str, inplace: bool):
 
 def _make_ternary(name: str, inplace: bool):
     def fn(tensors, first, second=None, scalars=None, *, value=None, weight=None):
+        _nonempty(tensors)
+        if isinstance(scalars, Tensor):  # a 1-D tensor of the scalars, one per tensor
+            scalars = scalars.tolist()
         if name == "lerp":
             operands = _operands(tensors, first)
             weights = _operands(tensors, second if weight is None else weight)

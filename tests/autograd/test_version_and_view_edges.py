@@ -75,3 +75,9 @@ def test_int32_indices_for_gather_and_scatter():
         np.testing.assert_array_equal(a, b)
     with pytest.raises(RuntimeError, match="int32/int64"):
         ember.arange(4.0).gather(0, ember.tensor([0], dtype=ember.int16))
+
+
+def test_meta_gradients_accumulate_when_an_input_is_used_twice():
+    q = ember.randn(1, 1, 4, 2, device="meta", requires_grad=True)
+    ember.nn.functional.scaled_dot_product_attention(q, q, q).sum().backward()
+    assert q.grad.shape == q.shape and q.grad.device.type == "meta"

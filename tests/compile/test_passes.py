@@ -89,3 +89,14 @@ def test_passes_can_be_turned_off():
     compiled(ember.ones(3))
     graph = _graph(compiled)
     assert graph.folded == graph.merged == 0
+
+
+def test_signed_zero_constants_are_not_merged():
+    """0.0 == -0.0 in Python: CSE keyed floats by value, so x + -0.0 and x + 0.0 became one op."""
+    def fn(x):
+        return ember.signbit(x + -0.0), ember.signbit(x + 0.0)
+
+    compiled = ember.compile(fn)
+    x = -ember.zeros(3)
+    for _ in range(3):
+        assert [t.tolist() for t in compiled(x)] == [[True] * 3, [False] * 3]
