@@ -751,6 +751,20 @@ def _optimized_module_class():
             except AttributeError:
                 return getattr(self._modules["_orig_mod"], name)
 
+        def __setattr__(self, name, value):
+            # as torch's: an attribute set on the wrapper is the original module's (`model.head = ...`,
+            # `model.use_cache = False`), except the wrapper's own state and the Module bookkeeping it has
+            modules = self.__dict__.get("_modules")
+            if (modules is None or "_orig_mod" not in modules or name in ("_orig_mod", "training")
+                    or name in self.__dict__ or hasattr(type(self), name)):
+                return super().__setattr__(name, value)
+            return setattr(modules["_orig_mod"], name, value)
+
+        def __delattr__(self, name):
+            if name in self.__dict__ or name == "_orig_mod":
+                return super().__delattr__(name)
+            return delattr(self._modules["_orig_mod"], name)
+
         def __reduce__(self):
             # as torch's: pickled as the original module and the compile settings; loading compiles it again
             return _compile_module, (self._orig_mod, self._compiled.settings)

@@ -646,6 +646,12 @@ class CompiledGraph:
             node.results_original = list(node.results)
         options = options or {}
         self.groups, self.kernel_source = ([], "") if options.get("fusion") is False else fuse(graph, options)
+        if self.groups:  # fused outputs are row-major: a captured view may need a copy at replay (REPLAY_VIEWS)
+            from .._ops.views import REPLAY_VIEWS
+
+            for node in graph.nodes:
+                if node.kind == "call" and id(node.op) in REPLAY_VIEWS:
+                    node.op = REPLAY_VIEWS[id(node.op)]
         self.code = graph.code
         if self.groups:
             codegen.log("graph_code", "after fusion:\n" + self.code, options)

@@ -91,6 +91,21 @@ _RESHAPE_COPY = OpDef("reshape", lambda xp, a, shape: xp.reshape(a, shape).copy(
                       upcast_half=False, meta=_shape_meta, grad_name="UnsafeViewBackward0")
 
 
+def _reshape_any_impl(xp, a, shape):
+    try:
+        return a.reshape(shape, copy=False)
+    except ValueError:  # strides the capture did not see: a copy (replays only, see REPLAY_VIEWS)
+        return a.reshape(shape)
+
+
+# ember.compile replays a captured view/reshape-as-view with this op: a fused kernel's output is row-major where
+# eager's elementwise result kept its input's layout (`x.transpose(1, 2) * a` stays transposed), so a view that
+# eager's strides allowed (HF attention's `o.transpose(1, 2).contiguous().view(B, T, -1)`, whose contiguous()
+# was a no-op and left no op behind) may need a copy at replay.
+_RESHAPE_ANY = _view_op("reshape", _reshape_any_impl, _reshape_back, meta=_shape_meta, grad_name="ViewBackward0")
+REPLAY_VIEWS = {id(_VIEW): _RESHAPE_ANY, id(_RESHAPE_VIEW): _RESHAPE_ANY}
+
+
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape (no copy); a dtype argument reinterprets the bytes (Tensor.view(dtype))."""
     if len(shape) == 1 and hasattr(shape[0], "np_dtype"):

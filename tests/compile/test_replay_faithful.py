@@ -1237,3 +1237,55 @@ def test_attention_dropout_compiles_and_draws_as_eager():
         ember.manual_seed(seed)
         np.testing.assert_allclose(out.detach().numpy(), twin(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     assert not compiled_layer._compiled.graph_breaks
+
+
+def test_attributes_set_on_the_compiled_module_reach_the_original():
+    """`compiled.head = nn.Linear(...)` / `compiled.scale = 3.0` landed on the wrapper: forward kept the old
+    head and scale, and parameters() listed both heads.  As torch's OptimizedModule, they are set (and deleted)
+    on `_orig_mod`."""
+    import copy
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body, self.head, self.scale = nn.Linear(4, 8), nn.Linear(8, 3), 1.0
+
+        def forward(self, x):
+            return self.head(self.body(x).tanh()) * self.scale
+
+    ember.manual_seed(0)
+    eager = Net()
+    compiled = ember.compile(copy.deepcopy(eager))
+    x = ember.randn(5, 4)
+    compiled(x)
+    head = nn.Linear(8, 3)
+    eager.head, compiled.head = copy.deepcopy(head), head
+    eager.scale = compiled.scale = 3.0
+    np.testing.assert_allclose(compiled(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6)
+    assert compiled._orig_mod.head is head and len(list(compiled.parameters())) == 4
+    compiled.extra = 1
+    del compiled.extra
+    assert not hasattr(compiled._orig_mod, "extra")
+    compiled.eval()
+    assert not compiled.training and not compiled._orig_mod.training
+
+
+def test_view_of_a_fused_output_with_another_layout_replays():
+    """HF LLaMA attention: `(q * cos + rotate(q) * sin)` on a transposed q, then `.transpose(1, 2).contiguous()
+    .view(B, T, -1)`.  Eager's elementwise result keeps the transposed layout, so contiguous() was a no-op and
+    the view was recorded bare; the fused kernel's output is row-major, and the replay raised."""
+    def fn(x, a, b):
+        y = x.transpose(1, 2) * a + b
+        return (y.transpose(1, 2).contiguous().view(x.shape[0], x.shape[1], -1),
+                y.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+
+    compiled = ember.compile(fn)
+    for _ in range(3):
+        x, a, b = ember.randn(2, 8, 4, 16, requires_grad=True), ember.randn(16), ember.randn(16)
+        outs, expected = compiled(x, a, b), fn(x, a, b)
+        for out, ref in zip(outs, expected):
+            np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-6)
+        (outs[0].sum() + outs[1].square().sum()).backward()
+        grad, x.grad = x.grad, None
+        (expected[0].sum() + expected[1].square().sum()).backward()
+        np.testing.assert_allclose(grad.numpy(), x.grad.numpy(), rtol=1e-5, atol=1e-5)
