@@ -400,9 +400,12 @@ class CompiledFunction:
             if self.recompiles > config.recompile_limit or len(self.cache) >= config.cache_size_limit or (
                     not counts and len(self.cache) >= limit):
                 self.gave_up = True
+                which = (f"the recompile limit (config.recompile_limit={config.recompile_limit})"
+                         if self.recompiles > config.recompile_limit else
+                         f"the cache size limit (config.cache_size_limit={config.cache_size_limit}: one graph per "
+                         "size, none size-generic)")
                 warnings.warn(
-                    f"ember.compile: {self.__name__} reached the recompile limit "
-                    f"(config.recompile_limit={config.recompile_limit}); the guard that kept failing: {reason}. "
+                    f"ember.compile: {self.__name__} reached {which}; the guard that kept failing: {reason}. "
                     "It runs eagerly for new inputs from now on (ember.compiler.reset() to start over).",
                     RuntimeWarning, stacklevel=2)
                 return self._eager(args, kwargs)
