@@ -612,6 +612,7 @@ class CompiledFunction:
             if old_signature is None:
                 raise symbolic.NotGeneric("the previous size ran eagerly (a graph break)")
             sizes = symbolic.batch_sizes(old_key, key, labels)
+            sizes.offsets = True
             pattern = symbolic.key_pattern(old_key, key, labels, sizes)
             symbolic.generalize(old_signature, signature, sizes)
             graph.generic = True

@@ -30,34 +30,38 @@ from .graph import Value, iter_values
 
 NAMES = ("B", "T", "U")  # the symbols' names in printed graphs, in the order they are found
 MAX_POWER = 2  # B**2: a flattened (T, T) attention map
+MAX_OFFSET = 16  # the largest constant a symbol may be offset by (T - 1, past + 1)
 
 
 class Batch:
-    """The int m * B**powers[0] * T**powers[1] ..., over the call's symbol values."""
+    """The int m * B**powers[0] * T**powers[1] ... + offset, over the call's symbol values."""
 
-    __slots__ = ("m", "powers")
+    __slots__ = ("m", "powers", "offset")
 
-    def __init__(self, m: int, powers: tuple = (1,)) -> None:
+    def __init__(self, m: int, powers: tuple = (1,), offset: int = 0) -> None:
         self.m = m
         self.powers = powers
+        self.offset = offset
 
     def value(self, env: tuple) -> int:
-        return self.m * math.prod(v ** p for v, p in zip(env, self.powers) if p)
+        return self.m * math.prod(v ** p for v, p in zip(env, self.powers) if p) + self.offset
 
     def symbol(self):
-        """The index of the one symbol this is m times (power 1, no other), else None."""
+        """The index of the one symbol this is m times (power 1, no other, no offset), else None."""
         found = [i for i, p in enumerate(self.powers) if p]
-        return found[0] if len(found) == 1 and self.powers[found[0]] == 1 else None
+        return found[0] if len(found) == 1 and self.powers[found[0]] == 1 and not self.offset else None
 
     def __repr__(self) -> str:
         terms = [NAMES[i] if p == 1 else f"{NAMES[i]}**{p}" for i, p in enumerate(self.powers) if p]
-        return "*".join(([str(self.m)] if self.m != 1 else []) + terms)
+        text = "*".join(([str(self.m)] if self.m != 1 else []) + terms)
+        return f"{text}{self.offset:+d}" if self.offset else text
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Batch) and other.m == self.m and other.powers == self.powers
+        return (isinstance(other, Batch) and other.m == self.m and other.powers == self.powers
+                and other.offset == self.offset)
 
     def __hash__(self) -> int:
-        return hash(("Batch", self.m, self.powers))
+        return hash(("Batch", self.m, self.powers, self.offset))
 
 
 class NotGeneric(Exception):
@@ -110,6 +114,9 @@ class Sizes:
         self.first = (first,) if type(first) is int else tuple(first)
         self.second = (second,) if type(second) is int else tuple(second)
         self.max_power = max_power
+        # ints a symbol plus a small constant (`T - 1` of a shifted target, `past + 1` of a grown KV cache)
+        # are explained too when no product is; set by ember.compile (ember.export encodes products only)
+        self.offsets = False
 
     @property
     def B1(self) -> int:
@@ -132,6 +139,14 @@ class Sizes:
             d2 = math.prod(v ** p for v, p in zip(self.second, powers))
             if a > 0 and a % d1 == 0 and a // d1 * d2 == b:
                 found.append(Batch(a // d1, powers))
+        if not found and self.offsets:  # m * S + c over one symbol (B * (T - 1) with B fixed: 2 * T - 2)
+            for index, (d1, d2) in enumerate(zip(self.first, self.second)):
+                if d1 == d2 or (b - a) % (d2 - d1):
+                    continue
+                m = (b - a) // (d2 - d1)
+                offset = a - m * d1
+                if m >= 1 and 0 < abs(offset) <= MAX_OFFSET * m:
+                    found.append(Batch(m, tuple(int(i == index) for i in range(len(self.first))), offset))
         return found
 
     def merge(self, a, b, where: str):

@@ -336,3 +336,39 @@ def test_generate_with_a_cropped_context_keeps_one_graph():
     assert generate(compiled, start, 24).tolist() == generate(model, start, 24).tolist()
     state = compiled._compiled
     assert not state.gave_up and state.captures <= 4 and state.recompiles <= 1, (state.captures, state.recompiles)
+
+
+def test_sizes_offset_from_a_symbol_are_generic():
+    """`T - 1` (a shifted target), `split([T - 2, 2])` and a KV cache grown by cat (past + 1) were refused as
+    not `m * T`, so language-model steps and cached decoding got a graph per length.  One symbol times m plus a
+    small constant is a size now (ember.compile only; each new size is still checked by a traced call)."""
+    ember.manual_seed(0)
+    emb, head = nn.Embedding(11, 8), nn.Linear(8, 11)
+
+    def step(idx):
+        x = emb(idx)
+        logits = head(x.cumsum(1))[:, :-1]
+        a, b = x.split([x.shape[1] - 2, 2], dim=1)
+        return F.cross_entropy(logits.reshape(-1, 11), idx[:, 1:].reshape(-1)) + a.mean() + b.sum()
+
+    compiled = ember.compile(step)
+    for T in (6, 8, 10, 5, 12):
+        idx = ember.randint(0, 11, (2, T))
+        np.testing.assert_allclose(compiled(idx).item(), step(idx).item(), rtol=1e-6)
+    assert compiled.captures == 2 and compiled.validations == 3
+
+    def decode(x, past, table):
+        k = ember.cat([past, x], dim=1)
+        q = x + table[ember.arange(past.shape[1], past.shape[1] + x.shape[1])]
+        return (q @ k.transpose(1, 2)).softmax(-1) @ k, k
+
+    table = ember.randn(64, 8)
+    compiled = ember.compile(decode)
+    prompt = ember.randn(1, 4, 8)
+    cache = expected_cache = prompt[:, :0]
+    for i in range(20):
+        x = prompt if i == 0 else prompt[:, -1:]
+        out, cache = compiled(x, cache, table)
+        expected, expected_cache = decode(x, expected_cache, table)
+        np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.captures <= 3
