@@ -152,13 +152,18 @@ _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, t
               functools.partial)
 
 
+def array_digest(array) -> bytes:
+    """A digest of an array's bytes: NumPy data compared by content (guards, made tensors, written arrays)."""
+    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8), digest_size=16).digest()
+
+
 def _array_key(array: np.ndarray) -> tuple:
     """A NumPy array a graph may have baked in (`ember.tensor(self.table)`, `from_numpy(W)`): by shape, dtype
     and a digest of its contents, so that an array rebound or written in place recaptures."""
     data = np.ascontiguousarray(array)
     if data.dtype.hasobject:
         return ("ndarray-id", id(array))
-    return ("ndarray", array.shape, data.dtype.str, hashlib.blake2b(data.view(np.uint8), digest_size=16).digest())
+    return ("ndarray", array.shape, data.dtype.str, array_digest(data))
 _USER_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

@@ -13,11 +13,11 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from .._autograd.grad_mode import state
+from .._autograd.grad_mode import no_grad, state
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef
 from .._tensor import Tensor
 from . import autodiff, codegen, fusion, symbolic
-from .graph import Graph, Node, Value, iter_values
+from .graph import Graph, Node, Value, iter_values, map_structure
 from .printing import runner_source
 
 
@@ -53,6 +53,10 @@ def _remap(graph: Graph, mapping: dict) -> None:
         graph.output.structure = _swap_values(graph.output.structure, mapping)
     graph.mutations = [(_swap_values(target, mapping), _swap_values(new, mapping), mode)
                        for target, new, mode in graph.mutations]
+
+
+def _swap_values(structure, mapping: dict):
+    return map_structure(structure, lambda value: mapping.get(id(value), value))
 
 
 def _frozen(value):
@@ -107,18 +111,6 @@ def eliminate_common_subexpressions(graph: Graph) -> int:
     return len(mapping)
 
 
-def _swap_values(structure, mapping: dict):
-    if isinstance(structure, Value):
-        return mapping.get(id(structure), structure)
-    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
-        return tuple(_swap_values(item, mapping) for item in structure)
-    if isinstance(structure, list):
-        return [_swap_values(item, mapping) for item in structure]
-    if isinstance(structure, dict):
-        return {key: _swap_values(item, mapping) for key, item in structure.items()}
-    return structure
-
-
 def _constant(node: Node) -> bool:
     """An external whose value is the same at every call: a tensor made in the function from numbers (not a
     random draw, not remade at each call's sizes, not a leaf that requires grad)."""
@@ -144,8 +136,8 @@ def fold_constants(graph: Graph) -> int:
                 or not all(id(v) in constant for v in operands)):
             kept.append(node)
             continue
-        args = _map_operands(node.args, constant)
-        with _no_grad():
+        args = map_structure(node.args, lambda value: constant[id(value)])
+        with no_grad():
             results = _dispatch.call(node.op, args, node.params)
         results = results if isinstance(results, tuple) else (results,)
         for value, tensor in zip(node.results, results):
@@ -158,22 +150,6 @@ def fold_constants(graph: Graph) -> int:
         folded += 1
     graph.nodes = kept
     return folded
-
-
-def _map_operands(structure, constant: dict):
-    if isinstance(structure, Value):
-        return constant[id(structure)]
-    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
-        return tuple(_map_operands(item, constant) for item in structure)
-    if isinstance(structure, list):
-        return [_map_operands(item, constant) for item in structure]
-    return structure
-
-
-def _no_grad():
-    from .._autograd.grad_mode import no_grad
-
-    return no_grad()
 
 
 def split_linear_bias(graph: Graph) -> None:

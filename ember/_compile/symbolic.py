@@ -20,13 +20,13 @@ graph as before.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 
 import numpy as np
 
 from .graph import Value, iter_values
+from .pyguards import array_digest
 
 NAMES = ("B", "T", "U")  # the symbols' names in printed graphs, in the order they are found
 MAX_POWER = 2  # B**2: a flattened (T, T) attention map
@@ -283,7 +283,7 @@ def _external_key(node):
     array = node.tensor._data
     if not getattr(node, "created", False) or type(array) is not np.ndarray:  # (a device array: by identity)
         return id(node.tensor)
-    return ("made", array.dtype.str, array.shape, hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())
+    return ("made", array.dtype.str, array.shape, array_digest(array))
 
 
 def _map_values(structure, position):

@@ -19,7 +19,6 @@ segment so it can count graphs the way torch._dynamo.explain does.
 
 from __future__ import annotations
 
-import hashlib
 import linecache
 import os
 import random
@@ -32,6 +31,7 @@ from .. import _dispatch
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
 from .graph import Graph, Node, Value
+from .pyguards import array_digest
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,10 +129,6 @@ READ_BREAKS = ("Tensor.item()", "Tensor.tolist()", "Tensor.numpy()", "Tensor.__a
 GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (None, grad),
                         dtype_rule=lambda args, params: (None, args[1]._dtype), upcast_half=False,
                         meta=lambda args, params: args[0].shape)
-
-
-def _digest(array) -> bytes:
-    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8), digest_size=16).digest()
 
 
 def _remakes(recipe, tensor) -> bool:
@@ -322,7 +318,7 @@ class Tracer:
         """`tensor`'s array was handed to Python (.numpy()): its contents now, to tell at the end of the capture
         whether something wrote through it (a write no replay would make)."""
         if type(tensor._data) is np.ndarray:
-            self.exposed.append((tensor, _digest(tensor._data)))
+            self.exposed.append((tensor, array_digest(tensor._data)))
 
     def random_factory(self, tensor, generator, recipe) -> None:
         """A random factory (randn_like, rand, randint) drew `tensor`: a recipe node, placed now so that a replay
@@ -521,7 +517,7 @@ class Tracer:
             if self.untraced_draw:
                 self.graph_break("a random factory (randn, rand, randint...) ran untraced: its values would be "
                                  "frozen into the graph")
-            if any(_digest(tensor._data) != digest for tensor, digest in self.exposed):
+            if any(array_digest(tensor._data) != digest for tensor, digest in self.exposed):
                 self.graph_break("a tensor's .numpy() array was written (or the tensor changed after it was read): "
                                  "a replay would not make that write")
             if len(self.inference_modes) > 1:

@@ -11,7 +11,7 @@ into the tensor instead (NOTE [ In-place ops without a copy ] in _dispatch.py).
 from __future__ import annotations
 
 from .. import _dispatch
-from .._tensor import Tensor, write_array
+from .._tensor import SCALAR_NAMES, Tensor, write_array
 
 FUNCTIONS: dict = {}
 METHODS: dict = {}
@@ -103,6 +103,11 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
         write_array(out._data, result._data)
         out._storage.version += 1
     return out
+
+
+def not_implemented(kernel: str, dtype) -> NotImplementedError:
+    """torch's error for a CPU kernel not dispatched for a dtype: '"kernel" not implemented for 'Long''."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
 
 
 def as_requested(result, dtype):

@@ -17,7 +17,7 @@ from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor, wrap_dim
 from . import special_math
-from ._api import export
+from ._api import export, not_implemented
 from ._shapes import broadcast_meta
 
 
@@ -251,9 +251,7 @@ def _softmax_rule_for(kernel: str):
     def rule(args, params):
         dtype = args[0]._dtype
         if dtype.category < 2:
-            from .._tensor import SCALAR_NAMES
-
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
+            raise not_implemented(kernel, dtype)
         return dtype, dtype
 
     return rule

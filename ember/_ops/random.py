@@ -26,6 +26,7 @@ from .._device import as_device
 from .._dispatch import OpDef, call, device_module
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export, inplace_call, write_out
+from ._api import not_implemented as _not_implemented
 from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.manual_seed ...
     Generator,
     _device_generators,
@@ -96,10 +97,6 @@ def _on_device(host, dtype: dt.dtype, device):
 def _fmt(value) -> str:
     """A double printed as C++ streams do (2.0 -> 2, 0.5 -> 0.5)."""
     return f"{value:g}"
-
-
-def _not_implemented(kernel: str, dtype: dt.dtype):
-    return NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
 
 
 def _require_float(kernel: str, dtype: dt.dtype, complex_ok: bool = True) -> None:

@@ -16,7 +16,8 @@ from .. import _dtype as dt
 from .._dispatch import SAVE_RESULT, OpDef, call, quantized_error
 from .._ops import conv as conv_ops
 from .._ops import quantized_ops
-from .._tensor import SCALAR_NAMES, Tensor
+from .._ops._api import not_implemented
+from .._tensor import Tensor
 from ._functional_conv import _tuple
 
 __all__ = [
@@ -236,7 +237,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _floating_only(x, kernel: str) -> None:
     """torch's CPU pooling kernels are dispatched for floating types only (avg_pool also for int64)."""
     if not x.is_floating_point():
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[x.dtype.name]}\'')
+        raise not_implemented(kernel, x.dtype)
 
 
 def _nonempty(x, name: str) -> None:
