@@ -75,7 +75,7 @@ class _Entry:
         self.eager = compiled is None
         self.breaks = list(breaks)
         self.retry = False  # a capture that wrote Python state: try once more before running eagerly for good
-        self.externals = externals  # (tensor, shape, dtype, requires_grad, owner): see _externals
+        self.externals = externals  # (tensor, shape, dtype, requires_grad, owner, slot): see _externals
         self.structure = structure
 
     def run_chains(self, tensors):
@@ -99,9 +99,13 @@ class _Entry:
     grad_reads = ()  # (tensor, whether its .grad was None at capture) for each .grad the function read
 
     def externals_ok(self) -> bool:
-        for tensor, shape, dtype, requires_grad, owner in self.externals:
+        for tensor, shape, dtype, requires_grad, owner, slot in self.externals:
             if owner is not None:
                 tensor = owner._grad
+                if tensor is None:
+                    return False
+            elif slot is not None:  # a module's parameter or buffer: whichever tensor its entry holds now
+                tensor = slot[0].get(slot[1])
                 if tensor is None:
                     return False
             if tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad:
@@ -259,8 +263,8 @@ class CompiledFunction:
             modules = list(module.modules())  # one walk of the tree for the three guards
             values.append(tuple(m.training for m in modules))
             add_label("module training flags")
-            values.append(pyguards.module_tensors(modules))
-            add_label("module parameter/buffer identity and requires_grad")
+            values.append(pyguards.module_tensors(modules, lifted=True))
+            add_label("module parameter/buffer sharing and requires_grad")
             values.append(pyguards.module_attributes(modules, self.attr_names, self.written_attrs))
             add_label("module attributes")
             values.append(pyguards.module_hooks(module, modules))
@@ -467,6 +471,7 @@ class CompiledFunction:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         tracer.owner = self._owner
+        tracer.slots = _module_slots(self.module)
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
         # (a plain object's method: its attribute writes are Python state too; an optimizer's own bookkeeping
@@ -671,10 +676,28 @@ class CompiledFunction:
 
 
 def _externals(graphs) -> tuple:
-    """(tensor, shape, dtype, requires_grad, owner): owner is the tensor whose .grad the external is (read
-    again at each call), else None."""
+    """(tensor, shape, dtype, requires_grad, owner, slot): owner is the tensor whose .grad the external is (read
+    again at each call), else None; slot is the (table, name) of a compiled module's parameter or buffer entry
+    the external is read from at each call (tracer.resolve), else None."""
     return tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad,
-                  getattr(n, "grad_of", None)) for graph in graphs for n in graph.nodes if n.kind == "external")
+                  getattr(n, "grad_of", None), getattr(n, "slot", None))
+                 for graph in graphs for n in graph.nodes if n.kind == "external")
+
+
+def _module_slots(module) -> dict:
+    """id(tensor) -> (its `_parameters`/`_buffers` table, name, qualified name) for the compiled module's
+    parameters and buffers: a capture reads them from their entries at each call, as torch lifts them to graph
+    inputs, so that `functional_call(compiled, params, x)` (MAML) or a reassigned Parameter of the same shape
+    replays the graph instead of recompiling."""
+    slots: dict = {}
+    if module is None:
+        return slots
+    for prefix, m in module.named_modules(remove_duplicate=False):
+        for table in (m._parameters, m._buffers):
+            for name, tensor in table.items():
+                if tensor is not None:
+                    slots.setdefault(id(tensor), (table, name, f"{prefix}.{name}" if prefix else name))
+    return slots
 
 
 def _autocast_state():

@@ -105,6 +105,10 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
 
                 namespace["_fresh"] = fresh_copy
                 body.append(f"{node.results[0].name} = _fresh(made_{node.results[0].name})")
+            elif getattr(node, "slot", None) is not None:  # a module's parameter or buffer, as its entry holds now
+                table, key = node.slot
+                namespace[f"table_{node.results[0].name}"] = table
+                body.append(f"{node.results[0].name} = table_{node.results[0].name}[{key!r}]")
             elif owner is None:
                 namespace[node.results[0].name] = node.tensor
             else:  # `p.grad` read in the function: this call's gradient, not the captured tensor (tracer.read_grad)

@@ -280,6 +280,9 @@ def _external_key(node):
     recipe = getattr(node, "recipe", None)
     if recipe is not None:  # made from numbers (its params, compared as sizes): arange(T) at every T
         return ("recipe", recipe)
+    slot = getattr(node, "slot", None)
+    if slot is not None:  # a module's parameter or buffer entry, read at each call
+        return ("slot", id(slot[0]), slot[1])
     array = node.tensor._data
     if not getattr(node, "created", False) or type(array) is not np.ndarray:  # (a device array: by identity)
         return id(node.tensor)

@@ -185,6 +185,7 @@ class Tracer:
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
         self.owner = None  # the optimizer whose step is being captured (ember.compile(opt.step))
+        self.slots: dict = {}  # id(tensor) -> (table, name, path): the compiled module's parameters and buffers
         self.python_writes: list = []  # Python state library code wrote during the capture (a replay would not)
         self.recipes: dict = {}  # id -> (tensor, factory, args, kwargs): made from numbers alone (note_recipe)
         self.exposed: list = []  # (tensor, digest): arrays handed out by .numpy() (see expose)
@@ -386,6 +387,8 @@ class Tracer:
             if value.node.kind == "external":
                 node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=value.node.tensor,
                                            path=value.node.path))
+                if getattr(value.node, "slot", None) is not None:
+                    node.slot = value.node.slot
             else:
                 node = self.graph.add(Node("placeholder", self.graph.fresh_name("p"),
                                            path=f"graph break ({value.name})"))
@@ -421,6 +424,10 @@ class Tracer:
                 node.recipe = recipe[1]
                 node.params = {"args": recipe[2], "kwargs": recipe[3]}
                 node.random = recipe[4]
+        slot = self.slots.get(id(tensor))
+        if slot is not None and not getattr(node, "created", False) and slot[0].get(slot[1]) is tensor:
+            node.slot = slot[:2]  # the compiled module's parameter or buffer: read from its entry at each call
+            node.path = f"{'parameter' if tensor._is_param else 'buffer'} {slot[2]} (read from the module each call)"
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:
             node.grad_of = owner

@@ -95,9 +95,14 @@ def test_parameter_updates_are_seen_and_replacement_recompiles():
     with ember.no_grad():
         layer.weight.mul_(2)
     _same(compiled(x), layer(x))
+    # a replacement of the same shape is read from the module's entry (tests/compile/test_lifted_params.py)
     layer.weight = nn.Parameter(ember.randn(2, 3))
     _same(compiled(x), layer(x))
-    assert len(compiled._compiled.cache) == 2
+    assert len(compiled._compiled.cache) == 1 and compiled._compiled.captures == 1
+    layer.weight = nn.Parameter(ember.randn(5, 3))  # another shape: a new capture
+    layer.bias = nn.Parameter(ember.randn(5))
+    _same(compiled(x), layer(x))
+    assert compiled._compiled.captures == 2
 
 
 def test_recompile_limit_warns_once_and_runs_eagerly():
