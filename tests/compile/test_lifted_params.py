@@ -102,3 +102,18 @@ def test_graph_code_names_the_entry():
     compiled(ember.randn(4, 3))
     code = compiled._compiled.graphs[0].code
     assert "parameter weight (read from the module each call)" in code
+
+
+def test_orthogonal_parametrization_captures_one_graph():
+    """orthogonal()'s matrix_exp is ember's op (no norm read into Python): one graph, no break, eager's numbers."""
+    for omap in ("matrix_exp", "householder"):
+        ember.manual_seed(0)
+        layer = nn.utils.parametrizations.orthogonal(nn.Linear(5, 5), orthogonal_map=omap)
+        compiled = ember.compile(layer)
+        x = ember.randn(3, 5)
+        for _ in range(3):
+            out = compiled(x)
+            np.testing.assert_allclose(out.detach().numpy(), layer(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+            with ember.no_grad():
+                layer.parametrizations.weight.original.add_(0.05)
+        assert compiled._compiled.captures == 1 and not compiled._compiled.graph_breaks, omap

@@ -1,7 +1,7 @@
 """torch.nn.utils.parametrizations: orthogonal, spectral_norm and weight_norm as parametrizations.
 
-Ported from torch/nn/utils/parametrizations.py (BSD licence); the ATen ops it calls that ember lacks
-(matrix_exp, householder_product, geqrf, _weight_norm) come from _linalg_helpers, in ember ops.
+Ported from torch/nn/utils/parametrizations.py (BSD licence); it calls ember's matrix_exp, householder_product
+and geqrf ops as torch calls ATen's, and _weight_norm / norm_except_dim come from _linalg_helpers.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def _is_orthogonal(Q, eps=None):
 
 
 def _make_orthogonal(A):
-    X, tau = _helpers.geqrf(A)
-    Q = _helpers.householder_product(X, tau)
+    X, tau = ember.geqrf(A)
+    Q = ember.linalg.householder_product(X, tau)
     Q *= X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
     return Q
 
@@ -64,7 +64,7 @@ class _Orthogonal(Module):
                 X = ember.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
             A = X - X.mH
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = _helpers.matrix_exp(A)
+                Q = ember.linalg.matrix_exp(A)
             elif self.orthogonal_map == _OrthMaps.cayley:
                 Id = ember.eye(n, dtype=A.dtype, device=A.device)
                 Q = ember.linalg.solve(ember.add(Id, A, alpha=-0.5), ember.add(Id, A, alpha=0.5))
@@ -73,7 +73,7 @@ class _Orthogonal(Module):
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _helpers.householder_product(A, tau)
+            Q = ember.linalg.householder_product(A, tau)
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
             Q = self.base @ Q
@@ -99,7 +99,7 @@ class _Orthogonal(Module):
                     "It is not possible to assign to the matrix exponential or the Cayley parametrizations when "
                     "use_trivialization=False."
                 )
-            A, tau = _helpers.geqrf(Q)
+            A, tau = ember.geqrf(Q)
             A.diagonal(dim1=-2, dim2=-1).sign_()
             A.diagonal(dim1=-2, dim2=-1)[tau == 0.0] *= -1
             return A.mT if transpose else A
