@@ -97,6 +97,7 @@ class _Entry:
         return _MISS
 
     grad_reads = ()  # (tensor, whether its .grad was None at capture) for each .grad the function read
+    writes = ()  # (module, attribute name) set to the graph's extra outputs after the call's own (see _trace)
 
     def externals_ok(self) -> bool:
         for tensor, shape, dtype, requires_grad, owner, slot in self.externals:
@@ -123,7 +124,12 @@ class _Entry:
             return self.run_chains(tensors)
         outputs = self.compiled.run(*tensors)
         it = iter(outputs)
-        return map_structure(self.structure, lambda value: next(it))
+        result = map_structure(self.structure, lambda value: next(it))
+        if self.writes:  # module attributes the function set to tensors it computed (pyguards.SideEffects)
+            result, values = result
+            for (module, name), value in zip(self.writes, values):
+                setattr(module, name, value)
+        return result
 
 
 class _Segment:
@@ -443,7 +449,7 @@ class CompiledFunction:
         graph this size would not have built.  If it fits, later calls of this size replay the generic graph
         with no trace and no compile, outside the cache and its limits (`matched`); if not, this capture
         becomes the size's own graph."""
-        tracer, result, ok = self._trace(args, kwargs, validating=True)
+        tracer, result, ok = self._trace(args, kwargs, validating=True, replay_writes=bool(generic_entry.writes))
         self.validations += 1
         if not ok or len(tracer.graphs) > 1:
             why = f"a graph break: {tracer.breaks[0] if tracer.breaks else '?'}"
@@ -466,7 +472,7 @@ class CompiledFunction:
             return result
         return self._store(tracer, result, ok, key, labels, state.enabled, args=args, kwargs=kwargs)
 
-    def _trace(self, args, kwargs, validating=False):
+    def _trace(self, args, kwargs, validating=False, replay_writes=False):
         if not validating:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
@@ -490,10 +496,22 @@ class CompiledFunction:
         if names is not None and (watcher.names is None or not watcher.names <= names):
             self.attr_names = None if watcher.names is None else names | watcher.names
             tracer.new_attr_names = True
+        # Module attributes set to tensors the graph computes are extra outputs, set again by each replay -- once
+        # a second capture of the guard set wrote them too (replay_writes): a write made on the first call only
+        # (`if self.cache is None: self.cache = x.mean(0)`) is setup, and its first capture runs eagerly
+        # (entry.retry), so that the next capture takes the path that reads the attribute instead.
+        effects_written = effects.changed(
+            lambda value: replay_writes and isinstance(value, Tensor) and len(tracer.graphs) == 1
+            and tracer.computes(value))
+        tracer.attribute_writes = [(module, name) for module, name, _ in effects.replayed]
+        if tracer.attribute_writes:
+            result = (result, tuple(value for _, _, value in effects.replayed))
         ok = tracer.finish(result)
+        if tracer.attribute_writes:
+            result = result[0]
         wrote = watcher.written()
         self.written.update(ident for ident, _ in wrote)
-        written = effects.changed() + [f"global {name}" for _, name in wrote] + tracer.python_writes
+        written = effects_written + [f"global {name}" for _, name in wrote] + tracer.python_writes
         if not effects.written_names <= self.written_attrs:
             self.written_attrs |= effects.written_names
             tracer.new_attr_names = True  # (the key's attribute guards are taken again without them: _store)
@@ -552,7 +570,7 @@ class CompiledFunction:
 
     def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
-        tracer, result, ok = self._trace(args, kwargs)
+        tracer, result, ok = self._trace(args, kwargs, replay_writes=retried)
         return self._store(tracer, result, ok, key, labels, entry_mode, previous, retried, args, kwargs)
 
     def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False, args=(), kwargs=None):
@@ -590,6 +608,7 @@ class CompiledFunction:
             if compiled is None:
                 compiled = CompiledGraph(graph, self.options)
             entry = _Entry(compiled, externals=_externals([graph]), structure=graph.output.structure)
+            entry.writes = tracer.attribute_writes
             entry.grad_reads = tuple(tracer.grad_reads.values())
             entry.signature = signature
             if pattern is not None:

@@ -661,7 +661,12 @@ class SideEffects:
             for key, item in value.items():
                 self._collect(item, f"{path}[{key!r}]", depth + 1)
 
-    def changed(self) -> list:
+    def changed(self, replayable=None) -> list:
+        """What the call wrote that a replay would not.  `replayable(tensor)`: whether the graph computes this
+        tensor; a module attribute set to one (a pre-forward hook's `module.weight = w_orig * mask`, a
+        stored `self.last_attention = w`) is collected in `replayed` as (module, name, tensor) instead, for
+        the replay to set again."""
+        self.replayed: list = []
         containers, modules = self.before
         out = [path for (path, c), state in zip(self.containers, containers) if _state(c) != state]
         for module, state in zip(self.modules, modules):
@@ -669,7 +674,15 @@ class SideEffects:
             if now != state:
                 names = sorted({k for k, _ in set(now) ^ set(state)})
                 self.written_names.update(k for k in names if "[" not in k)
-                out.append(f"{type(module).__name__} attribute {', '.join(names)}")
+                unreplayed = []
+                for name in names:
+                    value = module.__dict__.get(name)
+                    if replayable is not None and "[" not in name and replayable(value):
+                        self.replayed.append((module, name, value))
+                    else:
+                        unreplayed.append(name)
+                if unreplayed:
+                    out.append(f"{type(module).__name__} attribute {', '.join(unreplayed)}")
         return out
 
 

@@ -377,6 +377,17 @@ class Tracer:
             return type(arg)(self._resolve_arg(a) for a in arg)
         return arg
 
+    def computes(self, tensor) -> bool:
+        """Whether the graph can name this tensor without making it an external: a value it tracks, or a
+        detached alias of one (as `resolve` names it)."""
+        if id(tensor) in self.value_of:
+            return True
+        owner = self.internal_storage.get(id(tensor._storage))
+        if owner is None or id(owner.node) not in self.segment_nodes:
+            return False
+        source = self.tensor_of_value.get(id(owner))
+        return source is not None and source._data is tensor._data
+
     def resolve(self, tensor) -> Value:
         """The graph value a tensor stands for: placeholder, earlier result, detached alias, or a new external."""
         value = self.value_of.get(id(tensor))

@@ -535,8 +535,8 @@ STATS: dict = {}
 
 
 def test_python_writes_during_the_call_run_eagerly():
-    """A replay would not append to a list argument, write a global dict or rebind a module attribute:
-    such calls run eagerly (a graph break naming the write), so every call makes its writes."""
+    """A replay would not append to a list argument or write a global dict: such calls run eagerly (a graph
+    break naming the write), so every call makes its writes."""
     def collect(x, activations):
         activations.append(x.relu())
         STATS["mean"] = x.mean()
@@ -566,7 +566,10 @@ def test_python_writes_during_the_call_run_eagerly():
     for i in range(3):
         out = compiled_model(ember.ones(1, 2) * i)
         assert np.array_equal(model.last.numpy(), out.detach().numpy())
-    assert "Keeps attribute last" in compiled_model._compiled.graph_breaks[0].reason
+    # a module attribute set to a tensor the graph computes is set again by each replay
+    # (tests/compile/test_attribute_writes.py): no eager fallback
+    assert compiled_model._compiled.captures == 2 and not compiled_model._compiled.cache[
+        next(iter(compiled_model._compiled.cache))].eager
     with pytest.raises(ember.compiler.Unsupported, match="Python state written"):
         ember.compile(collect, fullgraph=True)(ember.ones(2), [])
 
