@@ -585,14 +585,15 @@ def module_guard(module, names=None) -> tuple:
 def module_tensors(modules: list, lifted: bool = False) -> tuple:
     """The identities of the modules' parameters and buffers (`net.weight = Parameter(...)` recaptures).
     `lifted`: the compiled module's own, which a graph reads from their entries at each call (frontend's
-    _module_slots): only which entries hold one tensor (tied weights) is guarded, numbered by first sight."""
+    _module_slots): which entries hold one tensor (tied weights, numbered by first sight), and each one's
+    shape and dtype, so that modules swapped between two shapes keep a graph each."""
     # (requires_grad too: a layer frozen every other step keeps a graph per state, instead of the external
     # check dropping one to capture the other each call until the recompile limit)
     tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values())]
     if lifted:
         first: dict = {}
-        return tuple((first.setdefault(id(t), len(first)), t._requires_grad) if t is not None else None
-                     for t in tensors)
+        return tuple((first.setdefault(id(t), len(first)), t._requires_grad, t._data.shape, t._dtype)
+                     if t is not None else None for t in tensors)
     return tuple((id(t), t._requires_grad) if t is not None else None for t in tensors)
 
 

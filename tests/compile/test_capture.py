@@ -103,6 +103,9 @@ def test_parameter_updates_are_seen_and_replacement_recompiles():
     layer.bias = nn.Parameter(ember.randn(5))
     _same(compiled(x), layer(x))
     assert compiled._compiled.captures == 2
+    layer.weight, layer.bias = nn.Parameter(ember.randn(2, 3)), nn.Parameter(ember.randn(2))  # back: a graph each
+    _same(compiled(x), layer(x))
+    assert compiled._compiled.captures == 2 and len(compiled._compiled.cache) == 2
 
 
 def test_recompile_limit_warns_once_and_runs_eagerly():
