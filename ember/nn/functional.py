@@ -356,7 +356,9 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
     from .._autograd.grad_mode import no_grad
 
     with no_grad():
-        rows = input.reshape(-1).unique()
+        # every looked-up row, repeats included (no unique(): its size depends on the values, which would break a
+        # compiled graph): a repeated row gets the same scale from the same old values, so the writes agree
+        rows = input.reshape(-1)
         selected = weight.index_select(0, rows)
         # torch's kernel: only rows with norm > max_norm change, scaled by max_norm / (norm + 1e-7) in double
         norms = selected.norm(p=norm_type, dim=1, keepdim=True).double()

@@ -734,3 +734,17 @@ def test_inference_mode_entered_inside_replays_inference_tensors():
         inside, outside = compiled(ember.ones(2, 3))
     assert inside.is_inference() and not outside.is_inference()
     assert "inference_mode around part" in compiled.graph_breaks[0].reason
+
+
+def test_embedding_max_norm_renorms_in_the_graph():
+    """Embedding(max_norm=...) renormalises the looked-up rows in place without unique() (a size that depends
+    on the values): one graph, and the weight after each call equals eager's."""
+    ember.manual_seed(0)
+    eager, compiled_layer = nn.Embedding(10, 4, max_norm=1.0), nn.Embedding(10, 4, max_norm=1.0)
+    compiled_layer.load_state_dict(eager.state_dict())
+    compiled = ember.compile(compiled_layer)
+    for step in range(3):
+        ids = ember.tensor([[1, 3, 1], [step, 7, 3]])
+        _same(compiled(ids), eager(ids))
+        np.testing.assert_allclose(compiled_layer.weight.detach().numpy(), eager.weight.detach().numpy(), rtol=1e-6)
+    assert compiled._compiled.captures == 1 and not compiled._compiled.graph_breaks
