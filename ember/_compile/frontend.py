@@ -449,7 +449,7 @@ class CompiledFunction:
         graph this size would not have built.  If it fits, later calls of this size replay the generic graph
         with no trace and no compile, outside the cache and its limits (`matched`); if not, this capture
         becomes the size's own graph."""
-        tracer, result, ok = self._trace(args, kwargs, validating=True, replay_writes=bool(generic_entry.writes))
+        tracer, result, ok = self._trace(args, kwargs, validating=True)
         self.validations += 1
         if not ok or len(tracer.graphs) > 1:
             why = f"a graph break: {tracer.breaks[0] if tracer.breaks else '?'}"
@@ -472,7 +472,7 @@ class CompiledFunction:
             return result
         return self._store(tracer, result, ok, key, labels, state.enabled, args=args, kwargs=kwargs)
 
-    def _trace(self, args, kwargs, validating=False, replay_writes=False):
+    def _trace(self, args, kwargs, validating=False):
         if not validating:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
@@ -496,12 +496,13 @@ class CompiledFunction:
         if names is not None and (watcher.names is None or not watcher.names <= names):
             self.attr_names = None if watcher.names is None else names | watcher.names
             tracer.new_attr_names = True
-        # Module attributes set to tensors the graph computes are extra outputs, set again by each replay -- once
-        # a second capture of the guard set wrote them too (replay_writes): a write made on the first call only
-        # (`if self.cache is None: self.cache = x.mean(0)`) is setup, and its first capture runs eagerly
+        # Module attributes set to tensors the graph computes are extra outputs, set again by each replay -- if
+        # an earlier capture wrote that attribute too (written_attrs): a write made on the first call only (`if
+        # self.cache is None: self.cache = x.mean(0)`) is setup, and its first capture runs eagerly
         # (entry.retry), so that the next capture takes the path that reads the attribute instead.
+        seen = set(self.written_attrs)
         effects_written = effects.changed(
-            lambda value: replay_writes and isinstance(value, Tensor) and len(tracer.graphs) == 1
+            lambda module, name, value: name in seen and isinstance(value, Tensor) and len(tracer.graphs) == 1
             and tracer.computes(value))
         tracer.attribute_writes = [(module, name) for module, name, _ in effects.replayed]
         if tracer.attribute_writes:
@@ -570,7 +571,7 @@ class CompiledFunction:
 
     def _capture(self, key, labels, args, kwargs, previous=None, retried=False):
         entry_mode = state.enabled
-        tracer, result, ok = self._trace(args, kwargs, replay_writes=retried)
+        tracer, result, ok = self._trace(args, kwargs)
         return self._store(tracer, result, ok, key, labels, entry_mode, previous, retried, args, kwargs)
 
     def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False, args=(), kwargs=None):

@@ -663,10 +663,10 @@ class SideEffects:
                 self._collect(item, f"{path}[{key!r}]", depth + 1)
 
     def changed(self, replayable=None) -> list:
-        """What the call wrote that a replay would not.  `replayable(tensor)`: whether the graph computes this
-        tensor; a module attribute set to one (a pre-forward hook's `module.weight = w_orig * mask`, a
-        stored `self.last_attention = w`) is collected in `replayed` as (module, name, tensor) instead, for
-        the replay to set again."""
+        """What the call wrote that a replay would not.  A module attribute for which `replayable(module, name,
+        value)` holds (the graph computes the value: a pre-forward hook's `module.weight = w_orig * mask`, a
+        stored `self.last_attention = w`) is collected in `replayed` as (module, name, tensor) instead, for the
+        replay to set again."""
         self.replayed: list = []
         containers, modules = self.before
         out = [path for (path, c), state in zip(self.containers, containers) if _state(c) != state]
@@ -678,7 +678,7 @@ class SideEffects:
                 unreplayed = []
                 for name in names:
                     value = module.__dict__.get(name)
-                    if replayable is not None and "[" not in name and replayable(value):
+                    if replayable is not None and "[" not in name and replayable(module, name, value):
                         self.replayed.append((module, name, value))
                     else:
                         unreplayed.append(name)

@@ -113,3 +113,31 @@ def test_a_first_call_cache_is_not_replayed_as_a_write():
         x = ember.randn(4, 3)
         np.testing.assert_allclose(compiled(x).numpy(), (x - first.mean(0)).numpy(), rtol=1e-6)
     np.testing.assert_allclose(model.center.numpy(), first.mean(0).numpy(), rtol=1e-6)
+
+
+def test_weight_hooks_with_varying_batch_sizes_get_a_size_generic_graph():
+    def run(compiled):
+        ember.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model = nn.Sequential(nn.utils.spectral_norm(nn.Linear(6, 5)), nn.ReLU(),
+                                  nn.utils.weight_norm(nn.Linear(5, 2)))
+        run = ember.compile(model) if compiled else model
+        optimizer = ember.optim.Adam(model.parameters(), lr=0.01)
+        seen = []
+        for i, batch in enumerate([4, 6, 8, 10, 4, 12, 3]):
+            x = ember.linspace(-1, 1, batch * 6).reshape(batch, 6) * (i + 1)
+            loss = run(x).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            seen.append((loss.item(), model[0].weight.detach().numpy().copy(), model[0].weight_u.numpy().copy()))
+        return seen, run
+
+    eager, _ = run(False)
+    compiled, run = run(True)
+    for (loss, weight, u), (loss2, weight2, u2) in zip(eager, compiled):
+        np.testing.assert_allclose(loss2, loss, rtol=1e-5)
+        np.testing.assert_allclose(weight2, weight, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(u2, u, rtol=1e-5, atol=1e-7)
+    assert len(run._compiled.generic) == 1 and run._compiled.captures <= 4
