@@ -21,13 +21,15 @@ from ._api import export, not_implemented
 from ._shapes import broadcast_meta
 
 
-def _float_rule(args, params):
-    dtype = args[0]._dtype
-    if dtype.category < 2:
-        from .._tensor import SCALAR_NAMES
+def _float_rule(kernel: str):
+    """A dtype rule for floating-only activations: torch's NotImplementedError names its CPU kernel."""
+    def rule(args, params):
+        dtype = args[0]._dtype
+        if dtype.category < 2:
+            raise not_implemented(kernel, dtype)
+        return dtype, dtype
 
-        raise RuntimeError(f'"{params.get("_name", "op")}" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
-    return dtype, dtype
+    return rule
 
 
 # ---------------------------------------------------------------- generated kernels (NOTE [ Eager ops on
@@ -79,7 +81,7 @@ def _leaky_backward(ctx, g):
     return g.where(x > 0, g * ctx.params["negative_slope"])
 
 
-LEAKY_RELU = _activation("leaky_relu", _leaky_impl, _leaky_backward, rule=_float_rule)
+LEAKY_RELU = _activation("leaky_relu", _leaky_impl, _leaky_backward, rule=_float_rule("leaky_relu_cpu"))
 
 
 def _elu_impl(xp, a, alpha, scale, input_scale):
@@ -93,7 +95,7 @@ def _elu_backward(ctx, g):
     return (g * scale).where(x > 0, negative)
 
 
-ELU = _activation("elu", _elu_impl, _elu_backward, rule=_float_rule)
+ELU = _activation("elu", _elu_impl, _elu_backward, rule=_float_rule("elu_cpu"))
 
 
 def _gelu_impl(xp, a, approximate):
@@ -136,7 +138,7 @@ def _gelu_backward(ctx, g):
     return g * (cdf + x * pdf)
 
 
-GELU = _activation("gelu", _gelu_impl, _gelu_backward, rule=_float_rule)
+GELU = _activation("gelu", _gelu_impl, _gelu_backward, rule=_float_rule("GeluKernelImpl"))
 
 
 def _silu_impl(xp, a):
@@ -149,7 +151,7 @@ def _silu_backward(ctx, g):
     return g * s * (1 + x * (1 - s))
 
 
-SILU = _activation("silu", _silu_impl, _silu_backward, rule=_float_rule)
+SILU = _activation("silu", _silu_impl, _silu_backward, rule=_float_rule("silu_cpu"))
 
 
 def _softplus_impl(xp, a, beta, threshold):
@@ -164,7 +166,7 @@ def _softplus_backward(ctx, g):
     return g.where(scaled > threshold, g * scaled.sigmoid())
 
 
-SOFTPLUS = _activation("softplus", _softplus_impl, _softplus_backward, rule=_float_rule)
+SOFTPLUS = _activation("softplus", _softplus_impl, _softplus_backward, rule=_float_rule("softplus_cpu"))
 
 
 def _hardtanh_impl(xp, a, min_val, max_val):

@@ -335,12 +335,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if query._dtype is not key._dtype or query._dtype is not value._dtype:
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if attn_mask is not None and attn_mask._dtype not in (dt.bool_, dt.float32, query._dtype):
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_CPP_NAMES.get(attn_mask.dtype.name, attn_mask.dtype.name)} and  "
+                           f"query.dtype: {_CPP_NAMES.get(query.dtype.name, query.dtype.name)} instead.")
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        if key.shape[-3] == 0 or query.shape[-3] % key.shape[-3] or value.shape[-3] != key.shape[-3]:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
         repeats = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(repeats, -3)
         value = value.repeat_interleave(repeats, -3)
+    _check_attention_shapes(query, key, value, attn_mask)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if attn_mask is not None and attn_mask._dtype.category >= 2 and attn_mask._dtype is not query._dtype:
         attn_mask = attn_mask.to(query.dtype)
@@ -355,6 +362,27 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p)}
     return call(SDPA, (query, key, value, attn_mask, seed), params)[0]
+
+
+_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+              "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+              "float64": "double"}
+
+
+def _check_attention_shapes(query, key, value, attn_mask) -> None:
+    """The batched matmuls' and the mask broadcast's errors, raised before the fused kernel sees the operands."""
+    from .._ops._shapes import broadcast_shapes
+
+    batch = tuple(broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])))
+    value_batch = tuple(broadcast_shapes(batch, tuple(value.shape[:-2])))
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{math.prod(batch)}, "
+                           f"{key.shape[-2]}] but got: [{math.prod(value_batch)}, {value.shape[-2]}].")
+    if attn_mask is not None:
+        scores = batch + (query.shape[-2], key.shape[-2])
+        full = tuple(broadcast_shapes(scores, tuple(attn_mask.shape)))
+        if full != scores:
+            raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {list(full)}")
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):

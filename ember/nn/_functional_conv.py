@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._ops import conv as conv_ops
-from .._tensor import Tensor
+from .._tensor import SCALAR_NAMES, Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -28,6 +28,19 @@ def _batched(input: Tensor, dims: int, name: str):
     return input, False
 
 
+def _check_dtypes(input, weight, bias, transposed: bool) -> None:
+    """torch refuses mixed input/weight dtypes instead of promoting (and, for conv, a mismatched bias)."""
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
+                           f"{SCALAR_NAMES[weight.dtype.name]}")
+    if not transposed and bias is not None and bias.dtype != input.dtype:
+        def c_name(dtype):
+            return {"float32": "float", "float64": "double"}.get(dtype.name, dtype.name)
+
+        raise RuntimeError(f"Input type ({c_name(input.dtype)}) and bias type ({c_name(bias.dtype)}) should be the "
+                           "same")
+
+
 def _padding(padding, weight_shape, dilation, stride, dims: int):
     """Explicit (left, right) pairs; 'same' puts the odd extra on the right as torch does."""
     if isinstance(padding, str):
@@ -49,6 +62,7 @@ def _convnd(dims: int, name: str, input, weight, bias, stride, padding, dilation
     stride_t = _tuple(stride, dims, "stride")
     dilation_t = _tuple(dilation, dims, "dilation")
     x, unbatched = _batched(input, dims, name)
+    _check_dtypes(input, weight, bias, transposed=False)
     if weight.ndim != dims + 2:
         raise RuntimeError("weight should have at least three dimensions" if dims == 1 else
                            f"Expected {dims + 2}-dimensional weight for {dims + 2}-dimensional input "
@@ -98,6 +112,7 @@ def _conv_transposend(dims, name, input, weight, bias, stride, padding, output_p
     padding_t = _tuple(padding, dims, "padding")
     output_padding_t = _tuple(output_padding, dims, "output_padding")
     x, unbatched = _batched(input, dims, name)
+    _check_dtypes(input, weight, bias, transposed=True)
     if x.shape[1] != weight.shape[0]:
         raise RuntimeError(
             f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} to have "

@@ -122,6 +122,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if target._dtype is not dt.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
     classes = input.shape[1]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
     target = call(_TARGET_CHECK, (target,), {"ignore_index": ignore_index, "classes": classes})
     valid = target != ignore_index
     safe_target = target.masked_fill(~valid, 0)
@@ -189,6 +192,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
             raise RuntimeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                                f"({target.shape[0]}).")
         classes = input.shape[class_dim]
+        if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {classes} classes or "
+                               f"no classes but got weight tensor of shape: {list(weight.shape)}")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / classes
         if weight is not None:
@@ -497,6 +503,12 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     input_lengths = _int_list(input_lengths)
     target_lengths = _int_list(target_lengths)
     batch = log_probs.shape[1]
+    if not 0 <= blank < log_probs.shape[2]:
+        raise RuntimeError("blank must be in label range")
+    for length in input_lengths:
+        if length > log_probs.shape[0]:
+            raise RuntimeError(f"Expected input_lengths to have value at most {log_probs.shape[0]}, but got value "
+                               f"{length} (while checking arguments for ctc_loss_cpu)")
     if targets.ndim == 2 and target_lengths and max(target_lengths) > targets.shape[1]:
         raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} at dimension 1, but got size "
                            f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
@@ -527,8 +539,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         for t in range(1, steps):
             stay = alpha
             step = cat([full((1,), negative_inf, dtype=alpha.dtype), alpha[:-1]])
-            skip = cat([full((2,), negative_inf, dtype=alpha.dtype), alpha[:-2]]).masked_fill(~skip_mask,
-                                                                                             negative_inf)
+            skip = cat([full((min(2, states),), negative_inf, dtype=alpha.dtype), alpha[:-2]]).masked_fill(
+                ~skip_mask[:states], negative_inf)
             alpha = stack([stay, step, skip]).logsumexp(0) + emissions[t]
         tail = alpha[-2:] if states > 1 else alpha[-1:]
         loss = -tail.logsumexp(0)

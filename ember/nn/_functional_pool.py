@@ -422,6 +422,9 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), as a convolution with one-hot kernels (differentiable)."""
     kernel = _tuple(kernel_size, 2, "kernel_size")
+    if input.ndim not in (3, 4):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
     n, c = x.shape[:2]
     k = math.prod(kernel)
@@ -430,6 +433,13 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     geometry = {"stride": _tuple(stride, 2, "stride"), "padding": tuple((p, p) for p in _tuple(padding, 2, "padding")),
                 "dilation": _tuple(dilation, 2, "dilation"), "groups": 1}
     spatial = tuple(x.shape[2:])
+    blocks = tuple((spatial[i] + 2 * geometry["padding"][i][0] - geometry["dilation"][i] * (kernel[i] - 1) - 1)
+                   // geometry["stride"][i] + 1 for i in range(2))
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size {spatial}, kernel_size={kernel}, dilation="
+                           f"{geometry['dilation']}, padding={tuple(p for p, _ in geometry['padding'])}, calculated "
+                           f"shape of the array of sliding blocks as {blocks}, but its components must be at least "
+                           "one.")
     cols = conv_ops.conv(x.reshape((n * c, 1) + spatial), weight, None, geometry)
     result = cols.reshape(n, c * k, -1)
     return result.squeeze(0) if unbatched else result

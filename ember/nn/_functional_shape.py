@@ -33,6 +33,13 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if not (len(pad) in (2, 4, 6) and input.ndim in (dims + 1, dims + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     result = input
     for i in range(dims):
         dim = input.ndim - 1 - i
@@ -85,8 +92,9 @@ def _pad_dim(input: Tensor, dim: int, left: int, right: int, mode: str) -> Tenso
         positions = np.where(positions >= size, period - positions, positions)
     elif mode == "replicate":
         positions = np.clip(positions, 0, size - 1)
-    else:
-        positions = positions % size
+    else:  # torch crops the negative pads first, then wraps around what is left
+        low, kept = max(-left, 0), size - max(-left, 0) - max(-right, 0)
+        positions = low + (np.arange(kept + max(left, 0) + max(right, 0)) - max(left, 0)) % max(kept, 1)
     return _index_dim(input, dim, positions)
 
 
@@ -98,12 +106,15 @@ def _output_size(input, size, scale_factor, dims):
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         size = (size,) * dims if isinstance(size, int) else tuple(size)
+        if any(isinstance(v, (bool, float)) or not hasattr(v, "__index__") for v in size) and len(size) == dims:
+            raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, int], "
+                            f"but got size with types {[type(v) for v in size]}")
         if len(size) != dims:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
                              f"spatial dimensions of {list(input.shape[2:])} and output size of {list(size)}. Please "
                              "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                              "...,oK) format.")
-        return size, None
+        return tuple(int(v) for v in size), None
     if scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
     scales = (scale_factor,) * dims if not isinstance(scale_factor, (tuple, list)) else tuple(scale_factor)
@@ -166,19 +177,136 @@ def _interp_cubic_dim(x: Tensor, dim: int, out_size: int, scale, align_corners: 
     return result
 
 
-def _nearest_index(out_size, in_size, scale, exact):
-    ratio = (1.0 / scale) if scale is not None else in_size / out_size
-    index = np.arange(out_size, dtype=np.float64)
-    if exact:
-        source = np.floor((index + 0.5) * ratio)
-    else:
-        source = np.floor(index * np.float32(ratio))
+def _opmath(input: Tensor):
+    """The numpy float type torch computes interpolation indices in: double for float64, float otherwise."""
+    return np.float64 if input.dtype == dt.float64 else np.float32
+
+
+def _nearest_index(out_size, in_size, scale, exact, ft):
+    """torch's HelperInterpNearest(Exact): the source index is computed in opmath ft and floored as a float."""
+    ratio = ft(1.0 / scale) if scale is not None and scale > 0 else ft(in_size) / ft(out_size)
+    index = np.arange(out_size)
+    if exact:  # area_pixel_compute_source_index (in double, stored as ft, clamped at 0), then floorf(src + 0.5)
+        source = np.maximum((np.float64(ratio) * (index + 0.5) - 0.5).astype(ft), 0)
+        source = np.floor((source.astype(np.float64) + 0.5).astype(np.float32))
+    else:  # floorf(scale * i), the product in ft
+        source = np.floor((index.astype(ft) * ratio).astype(np.float32))
     return np.minimum(source.astype(np.int64), in_size - 1)
+
+
+def _filter_linear(x):
+    x = abs(x)
+    return 1.0 - x if x < 1.0 else 0.0
+
+
+def _filter_cubic(x, a=-0.5):
+    x = abs(x)
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1
+    if x < 2.0:
+        return (((x - 5) * x + 8) * x - 4) * a
+    return 0.0
+
+
+def _filter_lanczos(x):
+    x = abs(x)
+    if x < 3.0:
+        return float(np.sinc(x) * np.sinc(x / 3.0))
+    return 0.0
+
+
+# mode -> (filter, interp_size) for torch's separable (antialias / uint8) kernels
+_SEPARABLE_FILTERS = {"bilinear": (_filter_linear, 2), "bicubic": (_filter_cubic, 4), "lanczos": (_filter_lanczos, 6)}
+
+
+def _area_scale(in_size, out_size, scale, align_corners, ft):
+    """torch's area_pixel_compute_scale in ft."""
+    if align_corners:
+        return ft(in_size - 1) / ft(out_size - 1) if out_size > 1 else ft(0)
+    return ft(1.0 / scale) if scale is not None and scale > 0 else ft(in_size) / ft(out_size)
+
+
+def _separable_weights(in_size, out_size, scale, align_corners, mode, antialias, ft):
+    """Dense (out_size, in_size) weights of torch's separable kernel for one dim
+    (_compute_indices_min_size_weights[_aa] in UpSampleKernel.cpp), in ft arithmetic."""
+    fn, interp_size = _SEPARABLE_FILTERS[mode]
+    scale_v = _area_scale(in_size, out_size, scale, align_corners, ft)
+    weights = np.zeros((out_size, in_size), dtype=ft)
+    if antialias:
+        support = ft(interp_size * 0.5) * scale_v if scale_v >= 1.0 else ft(interp_size * 0.5)
+        max_interp = int(math.ceil(support)) * 2 + 1
+        invscale = ft(1.0) / scale_v if scale_v >= 1.0 else ft(1.0)
+        for i in range(out_size):
+            center = ft(scale_v * ft(i + 0.5))
+            xmin = max(int(float(ft(center - support)) + 0.5), 0)
+            xsize = min(max(min(int(float(ft(center + support)) + 0.5), in_size) - xmin, 0), max_interp)
+            row = np.array([fn(ft((float(ft(j + xmin) - center) + 0.5) * float(invscale))) for j in range(xsize)],
+                           dtype=ft)
+            total = row.sum(dtype=ft) if xsize else ft(0)
+            if total != 0:
+                row = row / total
+            weights[i, xmin:xmin + xsize] = row
+        return weights
+    # antialias=False (torch routes only uint8 here): the fixed-size filter, out-of-range taps folded onto the edge
+    cubic = interp_size > 2
+    support = interp_size // 2
+    taps = (lambda v: _filter_cubic(v, -0.75)) if mode == "bicubic" else fn  # torch keeps -0.75 without antialias
+    for i in range(out_size):
+        if align_corners:
+            real = scale_v * ft(i)
+        else:
+            real = ft(scale_v * (i + 0.5) - 0.5)
+            if not cubic and real < 0:
+                real = ft(0)
+        index = min(int(math.floor(real)), in_size - 1)
+        lam = min(max(real - index, 0.0), 1.0)
+        for j in range(interp_size):
+            weights[i, min(max(index - support + 1 + j, 0), in_size - 1)] += taps(float(j + 1 - support) - lam)
+    return weights
+
+
+def _resample_dim(x: Tensor, dim: int, weights: np.ndarray) -> Tensor:
+    """Apply (out, in) weights along dim: a matmul, so autograd gives the adjoint torch's backward computes."""
+    moved = x.movedim(dim, -1)
+    return moved.matmul(moved.new_tensor(weights.T)).movedim(-1, dim)
+
+
+def _resample_dim_uint8(x: Tensor, dim: int, weights: np.ndarray) -> Tensor:
+    """torch's uint8 path: weights rescaled to int16 with a precision chosen from the largest weight, integer
+    accumulation, rounding by +half and a right shift, clamped to [0, 255] after each dim."""
+    wt_max = float(weights.max()) if weights.size else 0.0
+    precision = 0
+    while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    scaled = weights * (1 << precision)
+    int_weights = np.where(scaled < 0, np.trunc(scaled - 0.5), np.trunc(scaled + 0.5)).astype(np.int64)
+    moved = x.movedim(dim, -1).to(dt.int64)
+    total = moved.matmul(moved.new_tensor(int_weights.T)) + (1 << (precision - 1))
+    return total.bitwise_right_shift(precision).clamp(0, 255).to(dt.uint8).movedim(-1, dim)
+
+
+def _check_interp_dtype(input: Tensor, mode: str, antialias: bool) -> None:
+    name = input.dtype.name
+    allowed = input.dtype.is_floating_point
+    if name == "uint8":
+        allowed = mode in ("nearest", "nearest-exact", "bilinear", "bicubic", "lanczos")
+    elif antialias and name not in ("float32", "float64"):
+        allowed = False
+    if not allowed:
+        from .._tensor import SCALAR_NAMES
+
+        kernel = {"nearest": "compute_indices_weights_nearest", "nearest-exact": "compute_indices_weights_nearest",
+                  "linear": "compute_indices_weights_linear", "bilinear": "compute_indices_weights_linear",
+                  "trilinear": "compute_indices_weights_linear", "bicubic": "compute_indices_weights_cubic",
+                  "area": f"adaptive_avg_pool{input.ndim - 2}d"}.get(mode, "compute_index_ranges_weights")
+        if antialias:
+            kernel = "compute_index_ranges_weights"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(name, name)}\'')
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
                 recompute_scale_factor=None, antialias: bool = False) -> Tensor:
-    """Resize the spatial dims (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)."""
+    """Resize the spatial dims (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, lanczos)."""
     dims = input.ndim - 2
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -186,22 +314,59 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                              "bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    expected = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
-    if mode in expected and dims != expected[mode]:
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {expected[mode] + 2}D input")
+    if isinstance(scale_factor, (tuple, list)) and size is None and len(scale_factor) != dims:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                         f"spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                         f"{tuple(scale_factor)}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                         "scale_factor in (s1, s2, ...,sK) format.")
     out_size, scales = _output_size(input, size, scale_factor, dims)
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     if recompute_scale_factor:
         scales = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    expected = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "lanczos": 2}
+    if dims not in (1, 2, 3) or (mode in expected and dims != expected[mode]):
+        if mode == "lanczos" or dims not in (1, 2, 3) or mode not in expected:
+            raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                                      "for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                                      f"area | nearest-exact (got {mode})")
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {expected[mode] + 2}D input")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    _check_interp_dtype(input, mode, antialias)
     if mode == "area":
         from ._functional_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
         return {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dims](input, out_size)
+    ft = _opmath(input)
+    if mode in _SEPARABLE_FILTERS and (antialias or input.dtype == dt.uint8):
+        # torch's separable kernel: last dim first, skipping dims whose size does not change
+        if input.dtype == dt.uint8:
+            ft = np.float64
+        result = input
+        for i in reversed(range(dims)):
+            dim = 2 + i
+            if out_size[i] == input.shape[dim]:
+                continue
+            weights = _separable_weights(input.shape[dim], out_size[i], scales[i] if scales is not None else None,
+                                         align_corners, mode, antialias, ft)
+            if input.dtype == dt.uint8:
+                result = _resample_dim_uint8(result, dim, weights)
+            else:
+                result = _resample_dim(result, dim, weights)
+        return result
     result = input
     for i in range(dims):
         scale = scales[i] if scales is not None else None
         dim = 2 + i
         if mode in ("nearest", "nearest-exact"):
-            index = _nearest_index(out_size[i], input.shape[dim], scale, mode == "nearest-exact")
+            index = _nearest_index(out_size[i], input.shape[dim], scale, mode == "nearest-exact", ft)
             result = _index_dim(result, dim, index)
         elif mode in ("linear", "bilinear", "trilinear"):
             result = _interp_linear_dim(result, dim, out_size[i], scale, align_corners)
@@ -209,8 +374,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             result = _interp_cubic_dim(result, dim, out_size[i], scale, align_corners)
         else:
             raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                                      f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                      f"nearest-exact (got {mode})")
+                                      f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                                      f"area | nearest-exact (got {mode})")
     return result
 
 
@@ -233,6 +398,18 @@ def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
     """Sampling grid (N, H, W, 2) or (N, D, H, W, 3) for affine matrices theta."""
     align_corners = bool(align_corners)
     size = tuple(size)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) in (4, 5):
+        rows = len(size) - 2
+        if theta.ndim != 3 or theta.shape[-2] != rows or theta.shape[-1] != rows + 1:
+            raise ValueError(f"Expected a batch of {rows}D affine matrices of shape Nx{rows}x{rows + 1} for size "
+                             f"{size}. Got {theta.shape}.")
+    else:
+        raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if not (align_corners and min(size[2:]) == 1) and min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     spatial = size[2:]
 
     def base(n):
@@ -262,19 +439,42 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 align_corners=None) -> Tensor:
     """Sample input (N, C, H, W) or (N, C, D, H, W) at grid (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3) locations in
     [-1, 1] (bilinear -- trilinear for 5-D -- or nearest); grid's last dim lists x (width) first."""
-    if input.ndim not in (4, 5):
-        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D input")
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample mode '{mode}' is not implemented in ember")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
+                           f"{input.dtype} and grid has {grid.dtype}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
+    if input.ndim not in (4, 5) or input.ndim != grid.ndim:
+        raise RuntimeError(f"grid_sampler(): expected {'4D' if input.ndim == 4 else '5D'} input and grid with same "
+                           f"number of dimensions, but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     align_corners = bool(align_corners)
     sizes = tuple(input.shape[2:])  # (D,) H, W
     dims = len(sizes)
     # grid component k addresses spatial dim dims-1-k: x -> W, y -> H, z -> D
     coordinates = [_unnormalize(grid[..., dims - 1 - j], sizes[j], align_corners) for j in range(dims)]
-    if padding_mode == "border":
-        coordinates = [c.clamp(0, size - 1) for c, size in zip(coordinates, sizes)]
-    elif padding_mode == "reflection":
-        coordinates = [_reflect(c, size, align_corners) for c, size in zip(coordinates, sizes)]
+
+    def pad_coordinates(coordinates):
+        if padding_mode == "border":
+            return [_clip(c, size) for c, size in zip(coordinates, sizes)]
+        if padding_mode == "reflection":
+            return [_clip(_reflect(c, size, align_corners), size) for c, size in zip(coordinates, sizes)]
+        return coordinates
+
+    if mode != "bicubic":  # bicubic pads each integer tap instead (torch's get_value_bounded)
+        coordinates = pad_coordinates(coordinates)
     n, c = input.shape[:2]
     flat = input.reshape(n, c, -1)
     strides = [math.prod(sizes[j + 1:]) for j in range(dims)]
@@ -292,7 +492,25 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         return values * inside.unsqueeze(1).to(input.dtype)
 
     if mode == "nearest":
-        return sample([each.round() for each in coordinates])
+        result = sample([each.round() for each in coordinates])
+        if grid.requires_grad:  # torch's grid gradient is zeros here, not None: link grid in with a zero weight
+            component = grid[..., 0].unsqueeze(1)
+            result = result + component.where(component.new_zeros(component.shape, dtype=dt.bool_), 0.0)
+        return result
+    if mode == "bicubic":  # 4x4 taps, Keys' cubic with A = -0.75 (torch's grid_sampler_2d bicubic)
+        iy, ix = coordinates
+        y0, x0 = iy.floor(), ix.floor()
+        wy = _cubic_coefficients((iy - y0).unsqueeze(1))
+        wx = _cubic_coefficients((ix - x0).unsqueeze(1))
+        result = None
+        for i in range(4):
+            row = None
+            for j in range(4):
+                tap = sample(pad_coordinates([y0 + (i - 1), x0 + (j - 1)])) * wx[j]
+                row = tap if row is None else row + tap
+            term = row * wy[i]
+            result = term if result is None else result + term
+        return result
     lows = [each.floor() for each in coordinates]
     upper_weights = [(each - low).unsqueeze(1) for each, low in zip(coordinates, lows)]
     result = None
@@ -315,14 +533,28 @@ def _reflect(coordinate: Tensor, size: int, align_corners: bool) -> Tensor:
     flips = (shifted / span).floor()
     extra = shifted - flips * span
     even = (flips.remainder(2) == 0)
-    reflected = (extra + low).where(even, span - extra + low)
-    return reflected.clamp(0, size - 1)
+    return (extra + low).where(even, span - extra + low)
+
+
+def _clip(coordinate: Tensor, size: int) -> Tensor:
+    """clamp to [0, size - 1] with torch's clip_coordinates_set_grad: zero gradient at and beyond the edges."""
+    inside = (coordinate > 0) & (coordinate < size - 1)
+    return coordinate.where(inside, coordinate.detach().clamp(0, size - 1))
 
 
 # ---------------------------------------------------------------- shuffles
 
 
+def _check_shuffle(input: Tensor, name: str, what: str, factor: int) -> None:
+    if input.ndim < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input with {input.ndim} "
+                           "dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    _check_shuffle(input, "pixel_shuffle", "upscale_factor", upscale_factor)
     *batch, c, h, w = input.shape
     r = upscale_factor
     if c % (r * r):
@@ -336,10 +568,14 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    _check_shuffle(input, "pixel_unshuffle", "downscale_factor", downscale_factor)
     *batch, c, h, w = input.shape
     r = downscale_factor
-    if h % r or w % r:
+    if h % r:
         raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)={h}"
+                           f" is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w}"
                            f" is not divisible by {r}")
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     nb = len(batch)
@@ -348,6 +584,10 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
     n, c = input.shape[:2]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")

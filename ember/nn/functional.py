@@ -19,6 +19,14 @@ from .._ops.nn_ops import softmax as _softmax
 from .._tensor import Tensor
 
 
+def _float_only(input: Tensor, kernel: str) -> None:
+    """torch's NotImplementedError for an activation kernel that has no integer version."""
+    if not input._dtype.is_floating_point and not input._dtype.is_complex:
+        from .._ops._api import not_implemented
+
+        raise not_implemented(kernel, input._dtype)
+
+
 def _inplace_result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
     if inplace:
         input._check_inplace()
@@ -91,7 +99,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace_result(input, input * softplus(input).tanh(), inplace)
+    _float_only(input, "mish_cpu")
+    x = input.clone() if inplace else input  # the composite saves x: keep it out of the in-place write's way
+    return _inplace_result(input, x * softplus(x).tanh(), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -109,6 +119,7 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    _float_only(input, "hardsigmoid_cpu")
     result = _hardsigmoid(input)
     return _inplace_result(input, result, inplace)
 
@@ -122,7 +133,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     # torch's hardswish_backward: grad * (x/3 + 0.5) on [-3, 3], 0 below -3, grad above 3.
     from .. import where
 
-    x = input
+    _float_only(input, "hardswish_cpu")
+    x = input.clone() if inplace else input  # the composite saves x: keep it out of the in-place write's way
     middle = x * (x + 3) / 6
     result = where(x <= -3, x * 0, where(x >= 3, x, middle))
     return _inplace_result(input, result, inplace)
@@ -138,6 +150,7 @@ def tanh(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
+    _float_only(input, "log_sigmoid_cpu")
     return -softplus(-input)
 
 
@@ -152,6 +165,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     from .. import where
 
+    _float_only(input, "softshrink_check")
     return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
@@ -179,6 +193,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
                            f"{input.shape[dim]}")
+    _float_only(input, "glu_cpu")
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
@@ -202,9 +217,11 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     from .. import where
 
+    _float_only(input, "leaky_relu_cpu")
     if training:
+        x = input.clone() if inplace else input  # input * slopes saves x: keep it out of the in-place write's way
         slopes = input.new_empty(input.shape).uniform_(lower, upper)
-        result = where(input >= 0, input, input * slopes)
+        result = where(x >= 0, x, x * slopes)
     else:
         result = leaky_relu(input, (lower + upper) / 2)
     return _inplace_result(input, result, inplace)
@@ -471,6 +488,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
 
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -485,7 +504,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     else:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
         starts = [int(o) for o in offsets.tolist()]
+        if starts and starts[0] != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                               f"position 0. However, got {starts[0]}")
+        if starts and starts[-1] > input.shape[0]:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.shape[0]} but got "
+                               f"offsets[-1] of {starts[-1]}")
         if include_last_offset:
             ends = starts[1:]
             starts = starts[:-1]
@@ -494,7 +521,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         bags = list(zip(starts, ends))
         flat = input
         flat_weights = per_sample_weights
-    rows = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    rows = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq)
     if flat_weights is not None:
         rows = rows * flat_weights.unsqueeze(-1)
     valid = (flat != padding_idx) if padding_idx is not None else None
@@ -504,8 +531,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if valid is not None:
             keep = valid[start:end]
             chunk = chunk[keep]
-        if chunk.shape[0] == 0:
-            outputs.append(weight.new_zeros(weight.shape[1]))
+        if chunk.shape[0] == 0:  # zeros, still linked to weight so its gradient is zeros rather than None
+            outputs.append(chunk.sum(0))
         elif mode == "sum":
             outputs.append(chunk.sum(0))
         elif mode == "mean":

@@ -125,6 +125,15 @@ class RNNBase(Module):
 
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
+    def _check_input_dtype(self, input) -> None:
+        from ...amp import autocast_mode
+
+        weight = self.weight_ih_l0
+        if input.dtype != weight.dtype and not any(autocast_mode.is_autocast_enabled(device)
+                                                    for device in ("cpu", "cuda")):
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
+                             f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
+
     def forward(self, input, hx=None):
         is_lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
@@ -150,6 +159,12 @@ class RNNBase(Module):
                 input = input.unsqueeze(1)
             elif self.batch_first:
                 input = input.transpose(0, 1)
+            h_given = hx[0] if is_lstm and isinstance(hx, (tuple, list)) else hx
+            if h_given is not None and h_given.dim() != (2 if unbatched else 3):  # torch checks this first
+                raise RuntimeError(f"For {'unbatched 2-D' if unbatched else 'batched 3-D'} input, hx should also be "
+                                   f"{2 if unbatched else 3}-D but got {h_given.dim()}-D tensor")
+        self._check_input_dtype(data if packed else input)
+        if not packed:
             if input.shape[-1] != self.input_size:
                 raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                    f"{input.shape[-1]}")
