@@ -483,7 +483,7 @@ class CompiledFunction:
         # (a plain object's method: its attribute writes are Python state too; an optimizer's own bookkeeping
         # during its step is not, its state is guarded by _compile_guard)
         plain = self._bound is not None and pyguards._training_state(self._bound) is None
-        effects = pyguards.SideEffects(args, kwargs, modules + ([self._bound] if plain else []))
+        effects = pyguards.SideEffects(args, kwargs, modules + ([self._bound] if plain else []), lifted=self.module)
         entry_mode = state.enabled
         with tracer, pyguards.Watcher(self._functions) as watcher:
             tracer.bind_inputs(args, kwargs)

@@ -43,6 +43,7 @@ compiling that function).  A global the function writes is then keyed by identit
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import dataclasses
 import dis
@@ -311,13 +312,20 @@ def _state(value):
         return ("dict", id(value), tuple((id(k), id(v)) for k, v in value.items()))
     if type(value) in (set, frozenset):
         return ("set", id(value), len(value))
+    if type(value) is np.ndarray:  # written in place (`self.hist += 1`): the same object, other contents
+        return ("array", id(value), array_digest(value))
     if _scalar(value):
         return (type(value), value)
-    namespace = getattr(value, "__dict__", None)
-    if type(namespace) is dict and _user_class(type(value)) and not isinstance(value, (Tensor, _Module())):
+    if _user_object(value):
         # a user object (a logger, a settings object): `log.last = y` in the function is a write a replay skips
-        return ("object", id(value), tuple((k, id(v)) for k, v in namespace.items()))
+        return ("object", id(value), tuple((k, id(v)) for k, v in value.__dict__.items()))
     return None
+
+
+def _user_object(value) -> bool:
+    """An instance of a user class with a `__dict__` (not a tensor or a module): its attribute writes are tracked."""
+    return (type(getattr(value, "__dict__", None)) is dict and _user_class(type(value))
+            and not isinstance(value, (Tensor, _Module())))
 
 
 class Watcher:
@@ -642,18 +650,21 @@ class SideEffects:
     attributes (and parameter/buffer/submodule slots) of the modules involved.  `changed()` names what
     differs after the call."""
 
-    def __init__(self, args, kwargs, modules: list) -> None:
+    def __init__(self, args, kwargs, modules: list, lifted=None) -> None:
         self.containers: list = []
         self._collect(args, "args", 0)
         self._collect(kwargs, "kwargs", 0)
         self.modules = modules
+        # the compiled module's modules: their buffers are read from their entries at each call (frontend's
+        # _module_slots), so a buffer rebound to a tensor the graph computes can be set again by each replay
+        self.lifted = {id(m) for m in lifted.modules()} if lifted is not None else set()
         self.before = [_state(c) for _, c in self.containers], [_module_state(m) for m in modules]
         self.written_names: set = set()  # the modules' (and bound object's) attributes the call changed
 
     def _collect(self, value, path, depth) -> None:
         if depth > 4:
             return
-        if type(value) in (list, dict, set):
+        if type(value) in (list, dict, set, np.ndarray) or _user_object(value):  # (an object's `st.done = True`)
             self.containers.append((path, value))
         if isinstance(value, (list, tuple)):
             for index, item in enumerate(value):
@@ -661,6 +672,9 @@ class SideEffects:
         elif isinstance(value, dict):
             for key, item in value.items():
                 self._collect(item, f"{path}[{key!r}]", depth + 1)
+        elif _user_object(value):
+            for key, item in list(value.__dict__.items()):
+                self._collect(item, f"{path}.{key}", depth + 1)
 
     def changed(self, replayable=None) -> list:
         """What the call wrote that a replay would not.  A module attribute for which `replayable(module, name,
@@ -678,6 +692,12 @@ class SideEffects:
                 unreplayed = []
                 for name in names:
                     value = module.__dict__.get(name)
+                    buffer = _buffer_entry(name) if id(module) in self.lifted else None
+                    if buffer is not None:  # `self.mean = 0.9 * self.mean + ...` on a registered buffer
+                        name, value = buffer, module._buffers.get(buffer)
+                        self.written_names.add(name)
+                    elif name == "_buffers" and id(module) in self.lifted:
+                        continue  # (told apart by its entries, above)
                     if replayable is not None and "[" not in name and replayable(module, name, value):
                         self.replayed.append((module, name, value))
                     else:
@@ -687,9 +707,19 @@ class SideEffects:
         return out
 
 
+def _buffer_entry(name: str):
+    """The buffer name of a `_module_state` entry `_buffers['mean']`, else None."""
+    if not name.startswith("_buffers["):
+        return None
+    key = ast.literal_eval(name[len("_buffers["):-1])
+    return key if type(key) is str else None
+
+
 def _module_state(module) -> tuple:
-    # attributes by identity; a list, dict or set attribute by its items too (`self.history.append(loss)`)
-    entries = [(k, _state(v) if type(v) in _CONTAINERS else id(v)) for k, v in module.__dict__.items()]
+    # attributes by identity; a list, dict or set attribute by its items too (`self.history.append(loss)`), a
+    # user object's by its attributes (`self.stats.calls += 1`: the capture's key, taken after it, hid the write),
+    # and scalars and tuples of them by value (`self.in_shape = x.shape` rebinds an equal Size: no write to replay)
+    entries = [(k, _state(v) or id(v)) for k, v in module.__dict__.items()]
     for slot in ("_parameters", "_buffers", "_modules"):
         entries += [(f"{slot}[{k!r}]", id(v)) for k, v in module.__dict__.get(slot, {}).items()]
     return tuple(entries)

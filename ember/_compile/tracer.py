@@ -114,6 +114,21 @@ def fill_arrays(structure, tensors):
     return structure
 
 
+class SlotGrad:
+    """The `.grad` of whichever tensor a compiled module's parameter entry holds at this call: `p.grad` read in the
+    function reads the current parameter's gradient, as the parameter itself is read from its entry."""
+
+    __slots__ = ("table", "name")
+
+    def __init__(self, table, name) -> None:
+        self.table, self.name = table, name
+
+    @property
+    def _grad(self):
+        tensor = self.table.get(self.name)
+        return None if tensor is None else tensor._grad
+
+
 class _Unliftable(Exception):
     pass
 
@@ -382,11 +397,25 @@ class Tracer:
         detached alias of one (as `resolve` names it)."""
         if id(tensor) in self.value_of:
             return True
+        return self._alias(tensor)[1] is not None
+
+    def _alias(self, tensor):
+        """(owner, source): the value of this segment owning `tensor`'s storage (None: none), and the value whose
+        tensor has `tensor`'s very array, of which `tensor` is a detach or `.data` (None: none) -- the owner, or
+        a view an op made of it (`x.t().detach()`, an embedding's reshaped rows: they broke the capture)."""
         owner = self.internal_storage.get(id(tensor._storage))
         if owner is None or id(owner.node) not in self.segment_nodes:
-            return False
+            return None, None
         source = self.tensor_of_value.get(id(owner))
-        return source is not None and source._data is tensor._data
+        if source is not None and source._data is tensor._data:
+            return owner, owner
+        for ident in self.storage_users.get(id(tensor._storage), ()):
+            value = self.value_of.get(ident)
+            view = None if value is None else self.tensor_of_value.get(id(value))
+            if view is not None and id(view) == ident and view._data is tensor._data and (
+                    id(value.node) in self.segment_nodes):
+                return owner, value
+        return owner, None
 
     def resolve(self, tensor) -> Value:
         """The graph value a tensor stands for: placeholder, earlier result, detached alias, or a new external."""
@@ -407,15 +436,14 @@ class Tracer:
             new = self.graph.make_values(node, [tensor])[0]
             self._track(tensor, new)
             return new
-        owner = self.internal_storage.get(id(tensor._storage))
-        if owner is not None and id(owner.node) in self.segment_nodes:
-            source_tensor = self.tensor_of_value.get(id(owner))
-            if source_tensor is not None and source_tensor._data is tensor._data:
-                node = self.graph.add(Node("detach", self.graph.fresh_name("detach_"), args=(owner,),
-                                           source=user_source()))
-                value = self.graph.make_values(node, [tensor])[0]
-                self._track(tensor, value)
-                return value
+        owner, source = self._alias(tensor)
+        if source is not None:
+            node = self.graph.add(Node("detach", self.graph.fresh_name("detach_"), args=(source,),
+                                       source=user_source()))
+            value = self.graph.make_values(node, [tensor])[0]
+            self._track(tensor, value)
+            return value
+        if owner is not None:
             self.graph_break("a view of a traced tensor was made outside ember's ops")
         node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
                                    path=_describe_external(tensor)))
@@ -441,7 +469,7 @@ class Tracer:
             node.path = f"{'parameter' if tensor._is_param else 'buffer'} {slot[2]} (read from the module each call)"
         owner = self.grad_owner.get(id(tensor))
         if owner is not None and owner._grad is tensor:
-            node.grad_of = owner
+            node.grad_of = self._grad_holder(owner)
             node.path = f"{node.path} (.grad, read each call)"
         value = self.graph.make_values(node, [tensor])[0]
         self._track(tensor, value)
@@ -458,9 +486,17 @@ class Tracer:
             # its grads in as inputs instead, Optimizer._compile_inputs)
             self.graph_break("reading the .grad of an argument inside a compiled function")
             return
-        self.grad_reads.setdefault(id(owner), (owner, grad is None))
+        self.grad_reads.setdefault(id(owner), (self._grad_holder(owner), grad is None))
         if grad is not None:
             self.grad_owner[id(grad)] = owner
+
+    def _grad_holder(self, owner):
+        """What a replay reads `.grad` from: the owner, or for a compiled module's parameter its entry, which a
+        reassigned Parameter (or functional_call's tensors) may fill since the capture (as the slot external)."""
+        slot = self.slots.get(id(owner))
+        if slot is not None and slot[0].get(slot[1]) is owner:
+            return SlotGrad(slot[0], slot[1])
+        return owner
 
     def inplace(self, target, result) -> None:
         """Tensor._inplace_from wrote result's values into target: target now stands for result's value."""

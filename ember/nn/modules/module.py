@@ -585,6 +585,12 @@ class Module(StateDictMixin):
                     remove_from(self.__dict__, self._parameters, self._modules)
                     self.register_buffer(name, value, persistent)
                 else:
+                    if name in HOOK_DICT_NAMES and isinstance(value, dict) and type(value) is not HookDict:
+                        # `module._forward_hooks = OrderedDict()` (dropping every hook): kept a HookDict, and
+                        # counted as a change, so ember.compile's hook guard sees it and later registrations
+                        value = HookDict(value)
+                    if name in HOOK_DICT_NAMES:
+                        hook_changes[0] += 1
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
