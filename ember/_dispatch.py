@@ -303,7 +303,7 @@ def _write_in_place(op, args, params) -> bool:
         print(f"[ember dispatch] {op.name} (in place) {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
     if op.out_impl(np, out, *arrays, **params) is NotImplemented:
         return False
-    target._storage.version += 1
+    target._bump_version()
     inplace_written = True
     return True
 
@@ -557,7 +557,7 @@ def _record(op, args, params, results):
             result._output_nr = nr
             result._requires_grad = True
             if result._base is not None:
-                result._view_version = result._storage.version
+                result._view_version = result._counter_value()
 
 
 _NO_EDGE = (None, 0)

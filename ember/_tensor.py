@@ -74,17 +74,42 @@ def _channels_last_contiguous(array) -> bool:
 
 
 class Storage:
-    """What views share: the root array (for data_ptr), the version counter, and whether it was allocated in
+    """What views share: the root array (for data_ptr), the version counters, and whether it was allocated in
     inference_mode (torch's inference tensors: every tensor on such a storage, views too, reports is_inference();
     a view made in inference_mode of a normal tensor stays normal).  The mark costs one flag read per new storage,
-    that is per op result."""
+    that is per op result.
 
-    __slots__ = ("array", "version", "inference", "__weakref__")
+    NOTE [ Version counters ]
+    `version` counts every write to the memory, whichever tensor made it (ember.compile watches it for writes
+    it did not see).  Autograd's version counter is torch's: shared by a tensor, its views and its detach(), but
+    `x.data` (and a tensor given new memory by `x.data = other`) gets a counter of its own, so that a write
+    through `w.data` is invisible to the checks on a saved `w`.  A tensor's counter is its `_counter`: None for
+    the storage's own counter, whose value is `version - detached_writes`, or a `VersionCounter`, whose writes
+    also count in `detached_writes`.  Writes go through `Tensor._bump_version`; reads through `Tensor._version`."""
+
+    __slots__ = ("array", "version", "detached_writes", "inference", "__weakref__")
 
     def __init__(self, array) -> None:
         self.array = array
         self.version = 0
+        self.detached_writes = 0
         self.inference = state.inference
+
+
+class VersionCounter:
+    """A version counter of its own (NOTE [ Version counters ]): what `x.data` gets, shared with its views."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int = 0) -> None:
+        self.value = value
+
+
+def counter_version(storage: Storage, counter: VersionCounter | None) -> int:
+    """The value of a tensor's autograd version counter (NOTE [ Version counters ])."""
+    if counter is None:
+        return storage.version - storage.detached_writes
+    return counter.value
 
 
 class UntypedStorage:
@@ -120,7 +145,9 @@ class Tensor:
     _post_accumulate_hooks = None
     _leaf_hooks = None
     _retains_grad = False
+    _retain_site = None  # (node, output_nr) holding this tensor's retain_grad hook
     _is_param = False
+    _counter = None  # NOTE [ Version counters ]: None while the tensor uses its storage's own counter
     _qparams = None  # quantization parameters of a quantized tensor (ember/_ops/quantized.py)
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
@@ -159,19 +186,30 @@ class Tensor:
         self._requires_grad = False
         self._grad_fn = None
         self._output_nr = 0
-        self._base = source if source._base is None else source._base
-        self._view_version = source._storage.version
+        # (a view of an inference tensor is no view to autograd: torch's has no view metadata)
+        self._base = None if source._storage.inference else source if source._base is None else source._base
+        counter = source._counter
+        if counter is not None:
+            self.__dict__["_counter"] = counter
+        self._view_version = counter_version(source._storage, counter)
         if not state.enabled and source._requires_grad:  # see _check_inplace
+            # torch's view of a tensor that requires grad requires grad, even made in no_grad: a leaf whose
+            # gradient goes nowhere (_edge)
             self.__dict__["_no_grad_view"] = True
+            self._requires_grad = True
         return self
 
     def _make_subclass_of(self, cls, requires_grad: bool) -> Tensor:
         """A tensor of class `cls` sharing this one's data (nn.Parameter uses it)."""
+        if requires_grad and self._storage.inference and not state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         out = object.__new__(cls)
         out._data = self._data
         out._dtype = self._dtype
         out._device = self._device
         out._storage = self._storage
+        if self._counter is not None:
+            out._counter = self._counter
         out._requires_grad = bool(requires_grad)
         out._grad_fn = None
         out._base = None
@@ -309,7 +347,31 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._storage.version
+        if self._storage.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return counter_version(self._storage, self._counter)
+
+    def _counter_value(self) -> int:
+        """_version without the inference-tensor error (for the bookkeeping of views)."""
+        return counter_version(self._storage, self._counter)
+
+    def _take_storage(self, storage: Storage, array=None) -> None:
+        """Make this tensor use other memory (set_, resize_, `.data =`, an out= resized) with its own version
+        counter, as torch's: writes through it and through the storage's other users no longer count for each
+        other (NOTE [ Version counters ]).  `array`: the tensor's array over it (default: all of it)."""
+        if storage is not self._storage and self._counter is None:
+            self._counter = VersionCounter(counter_version(self._storage, None))
+        self._storage = storage
+        self._data = storage.array if array is None else array
+
+    def _bump_version(self) -> None:
+        """Record an in-place write through this tensor (NOTE [ Version counters ])."""
+        storage = self._storage
+        storage.version += 1
+        counter = self._counter
+        if counter is not None:
+            counter.value += 1
+            storage.detached_writes += 1
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -337,6 +399,8 @@ class Tensor:
             return self
         if requires_grad and self._dtype.category < 2:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._storage.inference and not state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -378,13 +442,29 @@ class Tensor:
             _dispatch.capture_break("setting .grad inside a compiled function: a replay would not")
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
             if value._dtype is not self._dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                from ._ops.tensor_storage import _C_TYPE_NAMES
+
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_C_TYPE_NAMES.get(value._dtype.name)}' to a "
+                    f"tensor with grad_dtype '{SCALAR_NAMES[self._dtype.name]}'. The gradient must match the "
+                    "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they "
+                    "match.")
+            if value._device.type != self._device.type:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{value._device.type}' to a tensor with "
+                    f"device type '{self._device.type}'. Please ensure that the gradient and the tensor are on the "
+                    "same device")
             if value._device != self._device:
                 raise RuntimeError("assigned grad has data located on a different device")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor of size "
+                    f"'{list(self._data.shape)}'. Please ensure that the gradient and the tensor are the same size")
         self._grad = value
 
     @grad.deleter
@@ -395,16 +475,23 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        """The same memory outside the graph, as detach(), but with a version counter of its own: writes through
+        it do not trip the in-place checks on this tensor's saved copies (NOTE [ Version counters ])."""
+        out = self.detach()
+        out._counter = VersionCounter()
+        return out
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and value._dtype.category < 2:
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         if _dispatch.tracer is not None:  # a rebinding outside the ops: a replay would not do it
             _dispatch.capture_break("setting .data inside a compiled function (vector_to_parameters)")
-        self._data = value._data
+        self._take_storage(value._storage, value._data)  # with its own version counter, as torch's
         self._dtype = value._dtype
         self._device = value._device
-        self._storage = value._storage
         if value._qparams is not None or self._qparams is not None:
             self._qparams = value._qparams
 
@@ -413,6 +500,8 @@ class Tensor:
         grad_fn = self.grad_fn
         if grad_fn is not None:
             return (grad_fn, self._output_nr)
+        if "_no_grad_view" in self.__dict__:  # torch's grad_accumulator() is null for it: no gradient is kept
+            return (None, 0)
         return (self._grad_accumulator(), 0)
 
     def _grad_accumulator(self) -> AccumulateGrad:
@@ -425,7 +514,7 @@ class Tensor:
     def _refresh_view(self) -> None:
         """See NOTE [ In-place ops and views ]: after an in-place write to the storage, a view's grad_fn is
         regenerated as a strided view of its base's current grad_fn."""
-        version = self._storage.version
+        version = counter_version(self._storage, self._counter)
         if self._view_version == version or not state.enabled:
             return
         self._view_version = version
@@ -437,10 +526,14 @@ class Tensor:
             self._grad_fn = node
             self._output_nr = 0
             self._requires_grad = True
+            if self._retains_grad:
+                self._follow_retain_hook()
 
     def detach(self) -> Tensor:
         """A tensor sharing this one's data and version counter, outside the graph."""
         out = Tensor._make(self._data, self._dtype, self._device, self._storage)
+        if self._counter is not None:  # detach shares the version counter (NOTE [ Version counters ])
+            out._counter = self._counter
         if self._qparams is not None:  # a quantized tensor stays quantized (NOTE [ Quantized dtypes ])
             out._qparams = self._qparams
         return out
@@ -477,6 +570,23 @@ class Tensor:
             tensor._grad = grad.clone() if tensor._grad is None else tensor._grad + grad
 
         node._retain_hooks[self._output_nr] = retain
+        self._retain_site = (node, self._output_nr)
+
+    def _follow_retain_hook(self) -> None:
+        """This tensor has a new grad_fn (an in-place op, a regenerated view): as torch's, its retain_grad hook
+        moves there, so that .grad is the gradient of its current value (its register_hook hooks stay)."""
+        node, output_nr = self._retain_site
+        new_node = self._grad_fn
+        if new_node is node and self._output_nr == output_nr:
+            return
+        hooks = node._retain_hooks
+        hook = hooks.pop(output_nr, None) if hooks else None
+        if hook is None or new_node is None:
+            return
+        if new_node._retain_hooks is None:
+            new_node._retain_hooks = {}
+        new_node._retain_hooks[self._output_nr] = hook
+        self._retain_site = (new_node, self._output_nr)
 
     @property
     def retains_grad(self) -> bool:
@@ -514,7 +624,14 @@ class Tensor:
         functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ in-place results
+    def _check_inference_write(self) -> None:
+        """torch's inference tensors are written only inside inference_mode (they have no version counter)."""
+        if self._storage.inference and not state.inference:
+            raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
+
     def _check_inplace(self) -> None:
+        if self._storage.inference and not state.inference:
+            raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
         if state.enabled and self._base is not None and "_no_grad_view" in self.__dict__:
             # torch's CreationMeta::NO_GRAD_MODE: autograd cannot tell what such a write should mean
             raise RuntimeError(
@@ -559,16 +676,22 @@ class Tensor:
             node_module.keep_original_input(result._grad_fn, self)
         if not isinstance(self._data, MetaArray) and result._data is not self._data:
             write_array(self._data, result._data)  # (a compiled kernel may already have written it here)
-        self._storage.version += 1
+        self._bump_version()
         if result._grad_fn is not None and state.enabled:
             if self._base is None:
                 self._grad_fn = result._grad_fn
                 self._output_nr = result._output_nr
                 self._requires_grad = True
+                if self._retains_grad:
+                    self._follow_retain_hook()
             else:
                 from ._ops import view_nodes
 
                 view_nodes.rebase_view(self, result)
+                if self._base._retains_grad:
+                    self._base._follow_retain_hook()
+                if self._retains_grad:  # torch regenerates the view's grad_fn at once, and its retain hook moves
+                    self._refresh_view()
         if _dispatch.tracer is not None:  # ember.compile: this tensor now stands for result's value
             if result._dtype is not self._dtype:  # (bf16 `h += fp32`: the value kept is the cast, recorded)
                 result = result.to(self._dtype)
@@ -756,6 +879,11 @@ def _rebuild_tensor(data, dtype_name, device, requires_grad, cls=None, qparams=N
     return tensor
 
 
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+    "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
 def _python_scalar(value, dtype: dt.dtype):
     if dtype is dt.bool_:
         return bool(value)
@@ -815,3 +943,4 @@ def zeros_for(shape, dtype: dt.dtype, device: Device) -> Tensor:
 _CUDA_UNINDEXED = Device("cuda")
 _dispatch.Tensor = Tensor
 node_module.tensor_factory = Tensor._make
+node_module.counter_version = counter_version

@@ -71,8 +71,20 @@ def _run_hooks(hooks: dict, grad):
     for hook in list(hooks.values()):
         replaced = hook(grad)
         if replaced is not None:
+            _check_hook_result(hook, grad, replaced)
             grad = replaced
     return grad
+
+
+def _check_hook_result(hook, grad, replaced) -> None:
+    """torch's checks on a gradient a tensor hook returned (check_variable_result): same type, device, size."""
+    if not hasattr(replaced, "_data"):
+        raise TypeError(f"expected Variable, but hook returned '{type(replaced).__name__}'")
+    name = getattr(hook, "__name__", "<unknown>")
+    if replaced._dtype is not grad._dtype or replaced._device.type != grad._device.type:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got {replaced.type()})")
+    if replaced._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _add(existing, grad, owned=None):

@@ -17,7 +17,15 @@ import itertools
 import warnings
 
 from .grad_mode import no_grad, state
-from .node import FREED_MESSAGE, Node, SavedTensor, _fit_gradient, input_version_error, version_error
+from .node import (
+    FREED_MESSAGE,
+    INFERENCE_SAVE_MESSAGE,
+    Node,
+    SavedTensor,
+    _fit_gradient,
+    input_version_error,
+    version_error,
+)
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -86,7 +94,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 out.append(entry.unpack(self))
                 continue
             tensor, version, is_output = entry
-            if tensor is not None and tensor._storage.version != version:
+            if tensor is not None and tensor._version != version:
                 if is_output:
                     raise version_error(tensor, self, version, tensor._output_nr)
                 raise input_version_error(tensor, version)
@@ -330,7 +338,7 @@ def _mark_dirty(ctx) -> set:
         if not hasattr(tensor, "_data"):
             raise TypeError(f"mark_dirty can only accept variables, but argument {position} is of type "
                             f"{type(tensor).__name__}")
-        tensor._storage.version += 1
+        tensor._bump_version()
         dirty.add(id(tensor))
     return dirty
 
@@ -401,7 +409,9 @@ def _save_variables(ctx, outputs: list) -> None:
         if hooks is not None:
             saved.append(SavedTensor(tensor, hooks, is_output=is_output and tensor._grad_fn is ctx))
         else:
-            saved.append((tensor, tensor._storage.version, is_output))
+            if tensor._storage.inference:
+                raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+            saved.append((tensor, tensor._version, is_output))
     ctx._saved_values = saved
 
 

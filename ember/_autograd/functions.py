@@ -23,6 +23,9 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
     for index, output in enumerate(outputs):
         grad = grad_outputs[index] if index < len(grad_outputs) else None
         if grad is None:
+            if not output.requires_grad:  # as torch's _make_grads: the engine names it (_roots)
+                grads.append(None)
+                continue
             if output.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if output._dtype.category < 2:
@@ -134,6 +137,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                          "allow_unused=False.")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, _as_tuple(grad_outputs), retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     grads = _root_gradients(outputs, _as_tuple(grad_outputs), create_graph)
     roots = _roots(outputs)
     capture = {}
@@ -156,4 +162,39 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         elif not create_graph:
             value = value.detach()
         result.append(value)
+    return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """grad(..., is_grads_batched=True): the first dim of each grad_output is a batch of vectors, each giving
+    one vector-Jacobian product; the results are stacked along a new first dim (torch vmaps the backward; one
+    backward per vector gives the same values)."""
+    from .._ops.movement import stack
+    from .._tensor import Tensor
+
+    batch = None
+    for index, (output, grad_output) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(grad_output, Tensor):
+            continue
+        if tuple(grad_output.shape[1:]) != tuple(output.shape) or grad_output.ndim == 0:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                f"corresponding output, but a mismatch was detected: grad_output[{index}] has a shape of "
+                f"torch.Size({list(grad_output.shape[1:])}) and output[{index}] has a shape of "
+                f"torch.Size({list(output.shape)}). If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap.")
+        batch = grad_output.shape[0] if batch is None else batch
+    if batch is None:
+        return grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused=allow_unused,
+                    materialize_grads=materialize_grads)
+    per_vector = []
+    for i in range(batch):
+        vectors = tuple(g[i] if isinstance(g, Tensor) else g for g in grad_outputs)
+        per_vector.append(grad(outputs, inputs, vectors, retain_graph if i == batch - 1 else True, create_graph,
+                               allow_unused=allow_unused, materialize_grads=materialize_grads))
+    result = []
+    for position in range(len(inputs)):
+        column = [each[position] for each in per_vector]
+        result.append(None if any(g is None for g in column) else stack(column))
     return tuple(result)

@@ -72,7 +72,16 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """A mode that also decorates without parentheses: `@no_grad` as well as `@no_grad()`, as torch's."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording inside the block."""
 
     def __init__(self) -> None:
@@ -86,7 +95,7 @@ class no_grad(_DecoratorContextManager):
         state.enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording inside the block (even within no_grad)."""
 
     def __init__(self) -> None:
@@ -108,8 +117,12 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = bool(mode)
         state.enabled = self.mode
 
+    def __call__(self, func):
+        state.enabled = self.prev  # as a decorator it sets the mode only while the function runs
+        return super().__call__(func)
+
     def __enter__(self) -> None:
-        pass
+        state.enabled = self.mode
 
     def __exit__(self, *exc) -> None:
         state.enabled = self.prev
@@ -132,9 +145,10 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         self.prev = (state.enabled, state.inference)
-        if self.mode:
-            state.enabled = False
-            state.inference = True
+        # torch's InferenceMode(enabled) guard: grad mode off and inference on, or (mode=False, e.g. nested in
+        # an inference_mode block) grad mode on and inference off
+        state.enabled = not self.mode
+        state.inference = bool(self.mode)
 
     def __exit__(self, *exc) -> None:
         state.enabled, state.inference = self.prev

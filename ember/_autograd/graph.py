@@ -37,7 +37,7 @@ def increment_version(tensor) -> None:
     """Bump the version counter, as an in-place op would (makes saved copies of it fail their check)."""
     tensors = tensor if isinstance(tensor, (tuple, list)) else (tensor,)
     for t in tensors:
-        t._storage.version += 1
+        t._bump_version()
 
 
 class saved_tensors_hooks:

@@ -22,6 +22,8 @@ _sequence = itertools.count()
 
 # Set by ember._tensor at import: builds a Tensor from (array, dtype, device, storage).
 tensor_factory = None
+# Set by ember._tensor at import: a version counter's value from (storage, counter); NOTE [ Version counters ].
+counter_version = None
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -32,7 +34,8 @@ FREED_MESSAGE = (
 
 
 # Nodes that torch defines in C++ outside the generated ones report a qualified name() (their type name is plain).
-_QUALIFIED_NAMES = {name: "torch::autograd::" + name for name in ("AccumulateGrad", "CopySlices", "Error")}
+_QUALIFIED_NAMES = {name: "torch::autograd::" + name
+                    for name in ("AccumulateGrad", "CopySlices", "CopyBackwards", "Error")}
 
 
 class Node:
@@ -128,22 +131,23 @@ class AccumulateGrad(Node):
             return []
         current = variable._grad
         if state.enabled:  # create_graph: keep the graph of the gradient itself
-            variable.grad = grad if current is None else current + grad
+            variable.grad = _copy_obeying_layout(grad, variable) if current is None else current + grad
         elif current is None:
             # Keep the gradient's array only if nothing else can see it: a view or broadcast (read-only) array,
-            # or the variable's own memory, is copied (torch steals only an unshared, contiguous gradient).
+            # or the variable's own memory, is copied (torch steals only an unshared gradient laid out as
+            # the variable is: NOTE [ Gradient layout ]).
             data = grad._data
             flags = getattr(data, "flags", None)
             shared = getattr(data, "base", None) is not None or (flags is not None and not flags.writeable)
-            if shared or grad._storage is variable._storage:
-                grad = grad.clone()
+            if shared or grad._storage is variable._storage or not _obeys_layout(data, variable._data):
+                grad = _copy_obeying_layout(grad, variable)
             variable._grad = grad.detach()
         elif current._requires_grad:
             variable.grad = current + grad.detach()
         elif (current._dtype is grad._dtype and current._data.shape == grad._data.shape
               and getattr(current._data, "flags", None) is not None and current._data.flags.writeable):
             current._data += grad._data  # accumulate in place, as torch does, without a dispatch
-            current._storage.version += 1
+            current._bump_version()
         else:
             current.add_(grad)
         hooks = variable._post_accumulate_hooks
@@ -151,6 +155,50 @@ class AccumulateGrad(Node):
             for hook in list(hooks.values()):
                 hook(variable)
         return []
+
+
+# NOTE [ Gradient layout ]
+# As torch's AccumulateGrad (its "layout contract"), a leaf's .grad is laid out as the leaf: with the leaf's
+# strides when the leaf is non-overlapping and dense (a transposed weight gets a transposed gradient, a
+# contiguous one a contiguous gradient whatever layout the backward produced), else contiguous.
+def _leaf_order(variable_array):
+    from .._ops._shapes import array_order, is_non_overlapping_and_dense
+
+    if not is_non_overlapping_and_dense(variable_array):
+        return None
+    return array_order(variable_array)
+
+
+def _obeys_layout(grad_array, variable_array) -> bool:
+    flags = getattr(variable_array, "flags", None)
+    if flags is None or getattr(grad_array, "flags", None) is None:
+        return True  # the meta device: no layout
+    if flags.c_contiguous:
+        return grad_array.flags.c_contiguous
+    from .._ops._shapes import is_non_overlapping_and_dense
+
+    if not is_non_overlapping_and_dense(variable_array):
+        return grad_array.flags.c_contiguous
+    return all(size == 1 or g // grad_array.itemsize == v // variable_array.itemsize
+               for size, g, v in zip(variable_array.shape, grad_array.strides, variable_array.strides))
+
+
+def _copy_obeying_layout(grad, variable):
+    """A copy of `grad` laid out as `variable` asks (NOTE [ Gradient layout ]); differentiable, as torch's
+    new_empty_strided().copy_() (CopyBackwards)."""
+    from .._dispatch import device_module
+    from .._ops._shapes import empty_in_order
+
+    data = grad._data
+    if getattr(data, "flags", None) is None:
+        return grad.clone()
+    order = _leaf_order(variable._data) if not variable._data.flags.c_contiguous else None
+    array = empty_in_order(device_module(grad._device), data.shape, data.dtype, order)
+    target = tensor_factory(array, grad._dtype, grad._device)
+    if state.enabled and grad._requires_grad:
+        return target.copy_(grad)
+    array[...] = data  # a plain copy: no graph to keep
+    return target
 
 
 def forward_trace() -> list:
@@ -188,8 +236,15 @@ def version_error(tensor, producer, saved_version: int, output_nr: int = 0) -> R
 
 
 def input_version_error(tensor, saved_version: int) -> RuntimeError:
-    """A saved input was modified: torch names the op that now produces it (its current grad_fn)."""
-    producer = tensor._grad_fn
+    """A saved input was modified: torch names the op that now produces it (its current grad_fn; a view's is
+    regenerated from its base, AsStrided, whatever the grad mode)."""
+    if tensor._base is not None:
+        from .grad_mode import enable_grad
+
+        with enable_grad():
+            producer = tensor.grad_fn
+    else:
+        producer = tensor._grad_fn
     return version_error(tensor, producer, saved_version, tensor._output_nr if producer is not None else 0)
 
 
@@ -250,10 +305,12 @@ class OpNode(Node):
             self._saved = args
             reads = op.grad_reads
             if reads is None:
-                self._saved_versions = tuple(a._storage.version if hasattr(a, "_storage") else None for a in args)
+                _check_savable(args, None)
+                self._saved_versions = tuple(a._version if hasattr(a, "_storage") else None for a in args)
             else:  # only the inputs a needed gradient reads are version-checked
                 needed = {i for j, flag in enumerate(needs_input_grad) if flag and j < len(reads) for i in reads[j]}
-                self._saved_versions = tuple(a._storage.version if i in needed and hasattr(a, "_storage") else None
+                _check_savable(args, needed)
+                self._saved_versions = tuple(a._version if i in needed and hasattr(a, "_storage") else None
                                              for i, a in enumerate(args))
             if hooks is not None:  # see SavedTensor; versions None marks the packed form
                 self._saved = tuple(SavedTensor(a, hooks) if hasattr(a, "_storage") else a for a in args)
@@ -263,7 +320,7 @@ class OpNode(Node):
             self._saved_versions = None
         if saves & 2:
             # Save the result's data, not the Tensor: the Tensor points back at this node (a cycle).
-            self._result = tuple((r._data, r._storage, r._storage.version, r._dtype, r._device) for r in results)
+            self._result = tuple((r._data, r._storage, r._counter, r._version, r._dtype, r._device) for r in results)
             if hooks is not None:
                 self._result = tuple(SavedTensor(_output_alias(self, nr, r), hooks, is_output=True)
                                      for nr, r in enumerate(results))
@@ -283,7 +340,7 @@ class OpNode(Node):
                 self._unpacked = tuple(a.unpack(self) if type(a) is SavedTensor else a for a in saved)
             return self._unpacked
         for value, version in zip(saved, self._saved_versions):
-            if version is not None and value._storage.version != version:
+            if version is not None and value._version != version:
                 raise input_version_error(value, version)
         return saved
 
@@ -300,10 +357,10 @@ class OpNode(Node):
                 unpacked.append(saved.unpack(self))
             return unpacked[0] if len(unpacked) == 1 else tuple(unpacked)
         unpacked = []
-        for nr, (data, storage, version, dtype, device) in enumerate(results):
-            if storage.version != version:
-                raise version_error(tensor_factory(data, dtype, device, storage), self, version, nr)
-            tensor = tensor_factory(data, dtype, device, storage)
+        for nr, (data, storage, counter, version, dtype, device) in enumerate(results):
+            tensor = _saved_result_tensor(data, storage, counter, dtype, device)
+            if counter_version(storage, counter) != version:
+                raise version_error(tensor, self, version, nr)
             if dtype.category >= 2:
                 tensor._grad_fn = self
                 tensor._output_nr = nr
@@ -323,10 +380,10 @@ class OpNode(Node):
         saved = results[nr]
         if type(saved) is SavedTensor:
             return saved.unpack(self)
-        data, storage, version, dtype, device = saved
-        if storage.version != version:
-            raise version_error(tensor_factory(data, dtype, device, storage), self, version, nr)
-        tensor = tensor_factory(data, dtype, device, storage)
+        data, storage, counter, version, dtype, device = saved
+        tensor = _saved_result_tensor(data, storage, counter, dtype, device)
+        if counter_version(storage, counter) != version:
+            raise version_error(tensor, self, version, nr)
         if dtype.category >= 2:
             tensor._grad_fn = self
             tensor._output_nr = nr
@@ -381,6 +438,27 @@ def keep_original_input(node, tensor) -> None:
     node._saved_versions = tuple(0 if a is tensor else v for a, v in zip(saved, node._saved_versions))
 
 
+INFERENCE_SAVE_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+    "in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
+
+
+def _check_savable(args, needed) -> None:
+    """torch refuses to save an inference tensor for backward (it has no version counter to check)."""
+    for i, a in enumerate(args):
+        storage = getattr(a, "_storage", None)
+        if storage is not None and storage.inference and (needed is None or i in needed):
+            raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+
+
+def _saved_result_tensor(data, storage, counter, dtype, device):
+    tensor = tensor_factory(data, dtype, device, storage)
+    if counter is not None:  # NOTE [ Version counters ] in ember/_tensor.py
+        tensor._counter = counter
+    return tensor
+
+
 def _output_alias(node: OpNode, output_nr: int, result):
     """What a pack hook sees for a saved result: the output tensor, grad_fn included, as torch passes it."""
     alias = tensor_factory(result._data, result._dtype, result._device, result._storage)
@@ -392,11 +470,11 @@ def _output_alias(node: OpNode, output_nr: int, result):
 
 
 def _zeros_for(node: OpNode, output_nr: int):
-    saved = node._result[output_nr] if node._result else (None,) * 5
+    saved = node._result[output_nr] if node._result else (None,) * 6
     if type(saved) is SavedTensor:
         unpacked = saved.unpack(node)
-        saved = (unpacked._data, None, None, unpacked._dtype, unpacked._device)
-    data, _storage, _version, dtype, device = saved
+        saved = (unpacked._data, None, None, None, unpacked._dtype, unpacked._device)
+    data, _storage, _counter, _version, dtype, device = saved
     if data is None:
         raise RuntimeError(f"{node.name()}: missing gradient for output {output_nr}")
     from .. import _tensor

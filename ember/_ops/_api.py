@@ -77,6 +77,7 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
         _dispatch.capture_break("out= inside a compiled function")
     if not isinstance(out, Tensor):
         raise TypeError(f"out argument must be a Tensor, not {type(out).__name__}")
+    out._check_inference_write()
     if out._requires_grad and result._requires_grad:
         from .._autograd.grad_mode import state
 
@@ -95,14 +96,35 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
             f"{SCALAR_NAMES[out._dtype.name]}"
         )
     if out._data.shape != result._data.shape:
-        out._data = result._data.astype(out._dtype.np_dtype)
+        if out._data.size:
+            import warnings
+
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape {list(out._data.shape)}, which "
+                f"does not match the required output shape {list(result._data.shape)}. This behavior is "
+                "deprecated, and in a future PyTorch release outputs will not be resized unless they have zero "
+                "elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                "t.resize_(0).", UserWarning, stacklevel=_user_stacklevel())
         from .._tensor import Storage
 
-        out._storage = Storage(out._data)
+        out._take_storage(Storage(result._data.astype(out._dtype.np_dtype)))
     else:
         write_array(out._data, result._data)
-        out._storage.version += 1
+    out._bump_version()
     return out
+
+
+def _user_stacklevel() -> int:
+    """The warnings.warn stacklevel (for its caller) of the first frame outside ember: torch's C++ warnings
+    point at the user's line."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def not_implemented(kernel: str, dtype) -> NotImplementedError:

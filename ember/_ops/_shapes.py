@@ -44,3 +44,82 @@ def normalize_dims(dim, ndim: int) -> tuple:
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
     return tuple(sorted(dims)) if dims else tuple(range(ndim))
+
+
+# NOTE [ preserve_format ]
+# A copy made with memory_format=torch.preserve_format (the default of clone, the *_like factories and
+# .to(dtype)) keeps its input's layout, as torch's empty_like does: a non-overlapping and dense input (x.t(), a
+# permutation, a channels-last tensor) gives its strides to the copy; any other input (a slice with gaps, an
+# expanded tensor) gives a dense layout in the order of its strides (torch's infer_dense_strides, which leaves
+# stride-0 dimensions where they are).  Both come down to an order of the dims, innermost first.
+def preserve_format_order(shape, strides) -> list | None:
+    """The dims of a preserve_format copy of an array with `shape` and element `strides`, innermost first;
+    None when that is C order (the common case, a plain contiguous copy)."""
+    ndim = len(shape)
+    if ndim < 2 or any(s < 0 for s in strides) or 0 in shape:
+        return None
+    order = list(range(ndim - 1, -1, -1))
+
+    def should_swap(dim0: int, dim1: int) -> int:  # torch's infer_dense_strides comparison
+        stride0, stride1 = strides[dim0], strides[dim1]
+        if stride0 == 0 or stride1 == 0:
+            return 0
+        if stride0 != stride1:
+            return 1 if stride0 > stride1 else -1
+        return 1 if shape[dim0] > shape[dim1] else 0
+
+    for i in range(1, ndim):  # a stable insertion sort, as torch's (stride-0 dims do not move)
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            comparison = should_swap(order[dim0], order[dim1])
+            if comparison > 0:
+                order[dim0], order[dim1] = order[dim1], order[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    return None if order == list(range(ndim - 1, -1, -1)) else order
+
+
+CHANNELS_LAST_ORDER = [1, 3, 2, 0]  # NHWC, innermost first
+
+
+def empty_in_order(xp, shape, np_dtype, order):
+    """An uninitialised array of `shape` laid out densely with the dims in `order` (innermost first)."""
+    if order is None:
+        return xp.empty(shape, np_dtype)
+    outer = order[::-1]
+    buffer = xp.empty(tuple(shape[d] for d in outer), np_dtype)
+    return buffer.transpose(tuple(outer.index(d) for d in range(len(shape))))
+
+
+def array_order(array) -> list | None:
+    """preserve_format_order for an array (NOTE [ preserve_format ])."""
+    if array.ndim < 2 or array.flags.c_contiguous:
+        return None
+    itemsize = array.itemsize
+    return preserve_format_order(array.shape, tuple(s // itemsize for s in array.strides))
+
+
+def copy_preserving_format(xp, array, np_dtype=None):
+    """A copy of `array` (cast to np_dtype) in its preserve_format layout (NOTE [ preserve_format ])."""
+    order = array_order(array)
+    if order is None:
+        return array.astype(np_dtype, order="C") if np_dtype is not None else array.copy()
+    out = empty_in_order(xp, array.shape, array.dtype if np_dtype is None else np_dtype, order)
+    xp.copyto(out, array, casting="unsafe")
+    return out
+
+
+def is_non_overlapping_and_dense(array) -> bool:
+    """torch's is_non_overlapping_and_dense: the elements fill a block of memory, each once, in some order
+    of the dims (size-1 dims ignored)."""
+    if array.flags.c_contiguous:
+        return True
+    itemsize = array.itemsize
+    dims = sorted((d for d in range(array.ndim) if array.shape[d] >= 2), key=lambda d: array.strides[d])
+    required = 1
+    for d in dims:
+        if array.strides[d] != required * itemsize:
+            return False
+        required *= array.shape[d]
+    return True

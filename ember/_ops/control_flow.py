@@ -39,7 +39,7 @@ def _check_aliasing(outputs, inputs) -> None:
 
 
 def _versions(tensors) -> list:
-    return [each._version for each in tensors]
+    return [each._storage.version for each in tensors]  # every write to the memory (inference tensors too)
 
 
 # ---------------------------------------------------------------- cond

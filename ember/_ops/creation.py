@@ -23,6 +23,7 @@ from .._device import as_device
 from .._dispatch import device_module
 from .._tensor import SCALAR_NAMES, Storage, Tensor
 from ._api import export
+from ._shapes import CHANNELS_LAST_ORDER, array_order, empty_in_order
 
 
 def _refuse_quantized(dtype: dt.dtype) -> None:
@@ -460,22 +461,46 @@ def _like(input, dtype, device):
     return input.shape, dtype or input._dtype, device if device is not None else input._device
 
 
+def like_layout(result: Tensor, input: Tensor, memory_format) -> Tensor:
+    """Give a just-made *_like result (C order) the layout `memory_format` asks for: the input's by default
+    (NOTE [ preserve_format ] in _shapes.py), NHWC for torch.channels_last."""
+    name = getattr(memory_format, "name", "preserve_format")
+    if name == "contiguous_format":
+        return result
+    array = result._data
+    if name == "channels_last":
+        if array.ndim != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        order = CHANNELS_LAST_ORDER
+    elif isinstance(input._data, MetaArray) or isinstance(array, MetaArray):
+        return result
+    else:
+        order = array_order(input._data)
+    if order is None or isinstance(array, MetaArray):
+        return result
+    relaid = empty_in_order(device_module(result._device), array.shape, array.dtype, order)
+    relaid[...] = array
+    result._data = relaid  # the result is new and has no views yet: its storage takes the new array
+    result._storage.array = relaid
+    return result
+
+
 @export(method=False)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     size, dtype, device = _like(input, dtype, device)
-    return _filled(0, size, dtype, device, requires_grad)
+    return like_layout(_filled(0, size, dtype, device, requires_grad), input, memory_format)
 
 
 @export(method=False)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     size, dtype, device = _like(input, dtype, device)
-    return _filled(1, size, dtype, device, requires_grad)
+    return like_layout(_filled(1, size, dtype, device, requires_grad), input, memory_format)
 
 
 @export(method=False)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     size, dtype, device = _like(input, dtype, device)
-    return _filled(None, size, dtype, device, requires_grad)
+    return like_layout(_filled(None, size, dtype, device, requires_grad), input, memory_format)
 
 
 @export(method=False)
@@ -483,7 +508,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
               memory_format=None) -> Tensor:
     size, dtype, device = _like(input, dtype, device)
     fill_value = cast_fill_value(_fill_scalar(fill_value, "full_like"), dtype)
-    return _filled(fill_value, size, dtype, device, requires_grad)
+    return like_layout(_filled(fill_value, size, dtype, device, requires_grad), input, memory_format)
 
 
 @export(method=False)

@@ -223,6 +223,7 @@ def _put(self: Tensor, key: IndexKey, value: Tensor, accumulate: bool = False) -
         self._check_inplace()
         result = call(_INDEX_PUT, (self, value), {"key": key, "accumulate": accumulate})
         return self._inplace_from(result)
+    self._check_inference_write()
     if self._device.type != "meta":
         region = self._data if key.basic is None else self._data[key.basic]
         if key.advanced is None:
@@ -231,8 +232,28 @@ def _put(self: Tensor, key: IndexKey, value: Tensor, accumulate: bool = False) -
             np.add.at(region, key.advanced, value._data)
         else:
             region[key.advanced] = value._data
-    self._storage.version += 1
+    self._bump_version()
     return self
+
+
+def _basic_key_is_view(self: Tensor, basic) -> bool:
+    """Whether torch's slicing for a basic key makes a view rather than returning self: an int, a None or a
+    slice not spanning its whole dim (torch skips a slice [0:size:1])."""
+    if basic is None:
+        return False
+    shape = tuple(self.shape)
+    explicit = sum(1 for k in basic if k is not None and k is not Ellipsis)
+    dim = 0
+    for k in basic:
+        if k is Ellipsis:
+            dim += len(shape) - explicit
+        elif isinstance(k, slice):
+            if k.indices(shape[dim]) != (0, shape[dim], 1):
+                return True
+            dim += 1
+        else:
+            return True
+    return False
 
 
 def setitem(self: Tensor, key, value) -> None:
@@ -246,6 +267,10 @@ def setitem(self: Tensor, key, value) -> None:
     index_key = normalize_key(self, key)
     region = _region_shape(tuple(self.shape), index_key)
     if index_key.advanced is None:
+        if state.enabled and self._requires_grad and self._grad_fn is None and self._base is None \
+                and _basic_key_is_view(self, index_key.basic):
+            # torch writes through the view self[key] (a copy_), so it names the view
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         value = _copy_to_value(self, value, region)
     else:
         value = _index_put_value(self, _strip_leading_ones(value), index_key, region, False)

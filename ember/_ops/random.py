@@ -39,7 +39,7 @@ from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.ma
     set_rng_state,
 )
 from ._shapes import broadcast_meta
-from .creation import _sizes, _with_grad, cast_fill_value, zeros_like
+from .creation import _sizes, _with_grad, cast_fill_value, like_layout, zeros_like
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
 
@@ -295,14 +295,16 @@ def _like_args(input, dtype, device):
 def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     size, dtype, device = _like_args(input, dtype, device)
-    return rand(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = rand(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_layout(result, input, memory_format)
 
 
 @export(method=False)
 def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     size, dtype, device = _like_args(input, dtype, device)
-    return randn(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = randn(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_layout(result, input, memory_format)
 
 
 @export(method=False)
@@ -312,7 +314,8 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, genera
     if high is None:
         low, high = 0, low
     size, dtype, device = _like_args(input, dtype, device)
-    return randint(low, high, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = randint(low, high, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
+    return like_layout(result, input, memory_format)
 
 
 # ---------------------------------------------------------------- sampling ops with (zero) gradients

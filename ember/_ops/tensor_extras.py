@@ -73,6 +73,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     reallocates (new elements are uninitialised, as torch's)."""
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    self._check_inference_write()
     shape = _sizes(sizes, "resize_")
     count = math.prod(shape)
     data = self._data
@@ -82,9 +83,8 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
         array = device_module(self._device).empty(count, data.dtype)
         kept = min(count, data.size)
         array[:kept] = data.reshape(-1)[:kept]
-        self._data = array.reshape(shape)
-        self._storage = Storage(array)
-    self._storage.version += 1
+        self._take_storage(Storage(array), array.reshape(shape))
+    self._bump_version()
     return self
 
 
@@ -117,7 +117,7 @@ def apply_(self: Tensor, callable) -> Tensor:
     flat = self._data.reshape(-1)
     values = np.array([callable(v) for v in flat.tolist()], dtype=flat.dtype)
     self._data[...] = values.reshape(self._data.shape)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 
@@ -129,7 +129,7 @@ def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
     other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
     values = [callable(a, b) for a, b in zip(self._data.reshape(-1).tolist(), other)]
     self._data[...] = np.array(values, dtype=self._data.dtype).reshape(self._data.shape)
-    self._storage.version += 1
+    self._bump_version()
     return self
 
 

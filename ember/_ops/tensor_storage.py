@@ -162,32 +162,33 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
     strides (sharing its memory), set_(storage) all of a storage as 1-D, and set_(source, storage_offset, size,
     stride) a strided window of the source's storage."""
     self._check_inplace()
+    # (self keeps its own version counter, bumped once, as torch's: Tensor._take_storage)
     if source is None:
         from .creation import empty
 
         fresh = empty(0, dtype=self._dtype, device=self._device)
-        self._data, self._storage = fresh._data, fresh._storage
+        self._take_storage(fresh._storage, fresh._data)
     elif isinstance(source, Tensor):
         if source._dtype is not self._dtype:
             raise RuntimeError(f"Could not set tensor of type {_C_TYPE_NAMES[source._dtype.name]} to a tensor of "
                                f"type {_C_TYPE_NAMES[self._dtype.name]}")
         if size is None:
-            self._data, self._storage = source._data, source._storage
+            self._take_storage(source._storage, source._data)
         else:
-            self._data = _window(source._storage, self, storage_offset, size, stride)
-            self._storage = source._storage
+            self._take_storage(source._storage, _window(source._storage, self, storage_offset, size, stride))
     elif isinstance(source, (TypedStorage, UntypedStorage)):
         if isinstance(source, TypedStorage) and source.dtype is not self._dtype:
             raise RuntimeError(f"Expected a Storage of type {_C_TYPE_NAMES[self._dtype.name]} or an UntypedStorage, "
                                f"but got type {SCALAR_NAMES[source.dtype.name]} for argument 1 'storage'")
         if size is None:
-            self._data = _elements(source._storage, self._dtype)
+            array = _elements(source._storage, self._dtype)
         else:
-            self._data = _window(source._storage, self, storage_offset, size, stride)
-        self._storage = source._storage
+            array = _window(source._storage, self, storage_offset, size, stride)
+        self._take_storage(source._storage, array)
     else:
         raise _set_error(source)
     self._base = None
+    self._bump_version()
     return self
 
 

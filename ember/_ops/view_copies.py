@@ -77,8 +77,10 @@ def _complex_ops():
 
 
 def _copy(view: Tensor) -> Tensor:
-    """The view in new contiguous memory (clone's gradient is the identity)."""
-    return view.clone()
+    """The view in new contiguous memory, as ATen's *_copy ops (clone's gradient is the identity)."""
+    from .. import contiguous_format
+
+    return view.clone(memory_format=contiguous_format)
 
 
 def _make_copy_function(name: str, view_fn):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .._autograd.node import node_class
 from .._dispatch import OpDef, call, keep
 from .._tensor import Size, Tensor, wrap_dim
 from ._api import export
@@ -224,7 +225,18 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         dims = normalize_dims(dim, input.ndim)
     dropped = tuple(i for i in dims if i < len(shape) and shape[i] == 1)  # 0-d: dim 0 names no real dim
     new = tuple(n for i, n in enumerate(shape) if i not in dropped)
-    return call(_SQUEEZE, (input,), {"shape": new, "dims": dropped})
+    result = call(_SQUEEZE, (input,), {"shape": new, "dims": dropped})
+    if dim is not None:  # torch's overloads: squeeze() SqueezeBackward0, squeeze(dim) 1, squeeze(dims) 2
+        _name_grad_fn(result, _SQUEEZE, "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1")
+    return result
+
+
+def _name_grad_fn(result: Tensor, op: OpDef, grad_name: str) -> None:
+    """Give the node `op` just recorded for `result` torch's name for the overload that was called (torch has
+    one backward per overload; ember one per op)."""
+    node = result._grad_fn
+    if node is not None and getattr(node, "op", None) is op and type(node).__name__ != grad_name:
+        node.__class__ = node_class(grad_name)  # the same slots: node classes differ by name only
 
 
 @export
@@ -782,19 +794,21 @@ export(imag, method=False)
 # ---------------------------------------------------------------- in-place view ops (squeeze_, t_, ...)
 
 
-def _inplace_view(name: str, fn) -> None:
-    """Tensor.<name>: self takes the shape/strides of fn(self, ...) and its place in the graph (version bumped)."""
+def _inplace_view(name: str, fn, op: OpDef, grad_name) -> None:
+    """Tensor.<name>: self takes the shape/strides of fn(self, ...) and its place in the graph (version bumped).
+    grad_name(args, kwargs) is torch's name for the in-place overload's backward (TBackward1 for t_)."""
 
     def method(self, *args, **kwargs):
         self._check_inplace()
         result = fn(self, *args, **kwargs)
         self._data = result._data
-        self._storage.version += 1
+        self._bump_version()
         if result._grad_fn is not None:
+            _name_grad_fn(result, op, grad_name(args, kwargs))
             self._grad_fn = result._grad_fn
             self._output_nr = result._output_nr
             self._requires_grad = True
-            self._view_version = self._storage.version
+            self._view_version = self._counter_value()  # (torch leaves a retain_grad hook where it was)
         return self
 
     method.__name__ = method.__qualname__ = name
@@ -802,10 +816,17 @@ def _inplace_view(name: str, fn) -> None:
     export(method, name=name, function=False)
 
 
-_inplace_view("squeeze_", squeeze)
-_inplace_view("unsqueeze_", unsqueeze)
-_inplace_view("t_", t)
-_inplace_view("transpose_", transpose)
-_inplace_view("swapaxes_", transpose)
-_inplace_view("swapdims_", transpose)
-_inplace_view("as_strided_", as_strided)
+def _squeeze_inplace_name(args, kwargs) -> str:
+    dim = args[0] if args else kwargs.get("dim")
+    if dim is None:
+        return "SqueezeBackward3"
+    return "SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4"
+
+
+_inplace_view("squeeze_", squeeze, _SQUEEZE, _squeeze_inplace_name)
+_inplace_view("unsqueeze_", unsqueeze, _UNSQUEEZE, lambda args, kwargs: "UnsqueezeBackward1")
+_inplace_view("t_", t, _T, lambda args, kwargs: "TBackward1")
+_inplace_view("transpose_", transpose, _TRANSPOSE, lambda args, kwargs: "TransposeBackward1")
+_inplace_view("swapaxes_", transpose, _TRANSPOSE, lambda args, kwargs: "TransposeBackward1")
+_inplace_view("swapdims_", transpose, _TRANSPOSE, lambda args, kwargs: "TransposeBackward1")
+_inplace_view("as_strided_", as_strided, _AS_STRIDED, lambda args, kwargs: "AsStridedBackward1")
