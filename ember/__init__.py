@@ -142,7 +142,18 @@ from .amp.autocast_mode import (  # noqa: E402
     set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_gpu_dtype,
 )
 
-__version__ = "0.1.0"
+from . import torch_version, version  # noqa: E402 - torch.version, torch.torch_version
+from .version import __version__  # noqa: E402 - a TorchVersion: compares as a version with "2.0" and (2, 0)
+from .amp import GradScaler  # noqa: E402 - torch.GradScaler (torch.amp.GradScaler)
+from . import accelerator, library  # noqa: E402 - torch.accelerator, torch.library
+from .library._namespace import ops  # noqa: E402 - torch.ops: custom ops by namespace
+from ._legacy_types import LEGACY_TYPES as _LEGACY_TYPES, _set_layout as _set_legacy_layout  # noqa: E402
+from ._sym_functions import (  # noqa: E402 - torch.sym_int & co. on plain numbers
+    SymBool, SymFloat, SymInt, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum,
+)
+
+globals().update({name: cls for name, cls in _LEGACY_TYPES.items() if "." not in name})  # FloatTensor, ...
+_set_legacy_layout()
 from .serialization import save, load  # noqa: E402
 from ._compile import compile  # noqa: E402,A001 - torch.compile (ember/_compile, docs/compile.md)
 from ._memory import keep_freed_memory as _keep_freed_memory  # noqa: E402

@@ -261,6 +261,8 @@ class CompiledFunction:
         add_label("default dtype")
         values.append(None if _dispatch.autocast is None else _autocast_state())
         add_label("autocast state")
+        values.append(_sdpa_flags())
+        add_label("scaled_dot_product_attention backends (sdpa_kernel)")
         if self._owner_guard is not None:
             values.append(self._owner_guard())
             add_label(f"{self._owner_name} hyperparameters and state layout")
@@ -727,6 +729,15 @@ def _autocast_state():
         return ("on", autocast_mode.get_autocast_dtype("cpu"), autocast_mode.get_autocast_dtype("cuda"))
     except Exception:  # noqa: BLE001 - an amp without these getters still guards on/off
         return ("on",)
+
+
+def _sdpa_flags():
+    """The allowed SDPA backends and their priority, when `sdpa_kernel` restricts them (else None): a graph
+    captured under one setting must not replay under another, which may have to raise."""
+    from ..nn.attention import _flags
+
+    return None if _flags.all_enabled() and _flags.priority == list(_flags.DEFAULT_PRIORITY) else (
+        frozenset(_flags.enabled), tuple(_flags.priority))
 
 
 def _layout(array):

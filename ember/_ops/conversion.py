@@ -11,12 +11,13 @@ from .._backends import MetaArray, pinned_empty, to_device, to_host
 from .._backends import is_pinned as _backend_is_pinned
 from .._device import as_device
 from .._dispatch import OpDef, call, keep
-from .._tensor import Tensor
+from .._tensor import Tensor, _channels_last_contiguous
 from ._api import export
+from ._shapes import copy_preserving_format
 
 
 def _cast_impl(xp, a, dtype):
-    return a.astype(dtype.np_dtype)
+    return copy_preserving_format(xp, a, dtype.np_dtype)  # NOTE [ preserve_format ] in _shapes.py
 
 
 def _cast_rule(args, params):
@@ -29,9 +30,13 @@ def _to_backward(ctx, g):
 
 _TO_COPY = OpDef("_to_copy", _cast_impl, _to_backward, dtype_rule=_cast_rule, upcast_half=False,
                  meta=lambda args, p: args[0].shape, grad_name="ToCopyBackward0")
-_CLONE = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
+_CLONE = OpDef("clone", copy_preserving_format, lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
                meta=lambda args, p: args[0].shape)
 _CLONE.quantized = True  # clone / contiguous of a quantized tensor copy its integers and qparams
+# clone(memory_format=torch.contiguous_format), what contiguous() makes: the copy in C order
+_CONTIGUOUS = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
+                    meta=lambda args, p: args[0].shape)
+_CONTIGUOUS.quantized = True
 
 
 def _channels_last_impl(xp, a):
@@ -48,6 +53,10 @@ _CHANNELS_LAST.quantized = True
 
 def _is_channels_last_format(memory_format) -> bool:
     return getattr(memory_format, "name", None) == "channels_last"
+
+
+def _is_contiguous_format(memory_format) -> bool:
+    return getattr(memory_format, "name", None) == "contiguous_format"
 
 
 def _check_channels_last(input: Tensor) -> None:
@@ -71,8 +80,10 @@ def _parse_to(args, kwargs):
 
 def to(self: Tensor, *args, **kwargs) -> Tensor:
     """Convert dtype and/or device; returns self when nothing changes and copy=False."""
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     device, dtype, copy, _ = _parse_to(args, kwargs)
+    if memory_format is not None and memory_format.name != "preserve_format":
+        return _to_memory_format(self, memory_format, device, dtype, copy)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     device = self._device if device is None else as_device(device)
@@ -88,6 +99,25 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     if device != self._device:
         result = _move(result if result is not self else call(_CLONE, (self,)), device)
     return result
+
+
+def _to_memory_format(self: Tensor, memory_format, device, dtype, copy: bool) -> Tensor:
+    """to(..., memory_format=torch.contiguous_format / torch.channels_last).  As torch's, this returns self
+    when nothing else changes and the tensor's suggested format (channels-last strides, else contiguous) is
+    the one asked for, even for a non-contiguous tensor."""
+    channels_last = _is_channels_last_format(memory_format)
+    if channels_last:
+        _check_channels_last(self)
+    converted = to(self, device, dtype, copy=copy)
+    if converted is self:
+        suggested = self.ndim == 4 and not self.is_contiguous() and _channels_last_contiguous(self._data)
+        if suggested == channels_last:
+            return self
+    elif channels_last and _channels_last_contiguous(converted._data):
+        return converted
+    elif not channels_last and converted.is_contiguous():
+        return converted
+    return call(_CHANNELS_LAST if channels_last else _CONTIGUOUS, (converted,))
 
 
 def _move(tensor: Tensor, device) -> Tensor:
@@ -123,10 +153,14 @@ export(to, function=False)
 
 @export
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy with its own storage (gradients flow back unchanged); torch.channels_last stores it NHWC."""
+    """A copy with its own storage (gradients flow back unchanged).  The default, torch.preserve_format, keeps
+    the input's layout (NOTE [ preserve_format ] in _shapes.py); torch.contiguous_format stores it in C order,
+    torch.channels_last NHWC."""
     if _is_channels_last_format(memory_format):
         _check_channels_last(input)
         return call(_CHANNELS_LAST, (input,))
+    if _is_contiguous_format(memory_format):
+        return call(_CONTIGUOUS, (input,))
     return call(_CLONE, (input,))
 
 
@@ -139,7 +173,9 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
         return input if input.is_contiguous(memory_format=memory_format) else call(_CHANNELS_LAST, (input,))
     if input.is_contiguous():
         return input
-    return call(_CLONE, (input,))
+    if getattr(memory_format, "name", None) == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return call(_CONTIGUOUS, (input,))
 
 
 def _copy_backward(ctx, grad):
@@ -170,7 +206,7 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     if tuple(value.shape) != tuple(self.shape):
         value = value.expand(self.shape)
     self._check_inplace()
-    if self._requires_grad and state.enabled:
+    if state.enabled and (self._requires_grad or value._requires_grad):  # torch's CopyBackwards either way
         value = call(_COPY, (self, value))
     elif value is src or value._storage is self._storage:
         value = call(_CLONE, (value,)) if value._requires_grad else value
@@ -182,7 +218,7 @@ export(copy_, function=False)
 
 def _dtype_method(name, dtype):
     def method(self, memory_format=None):
-        return to(self, dtype)
+        return to(self, dtype) if memory_format is None else to(self, dtype, memory_format=memory_format)
 
     method.__name__ = name
     method.__doc__ = f"self.to({dtype})"
@@ -197,18 +233,16 @@ for _name, _dtype in (("float", dt.float32), ("double", dt.float64), ("half", dt
 
 
 def type_(self: Tensor, dtype=None, non_blocking: bool = False):
-    """Tensor.type(): the legacy type name, or a conversion when given a dtype."""
-    from .._tensor import SCALAR_NAMES
+    """Tensor.type(): the legacy type name, or a conversion to a dtype, a legacy type or a type's name
+    (ember/_legacy_types.py)."""
+    from .._legacy_types import parse_type, type_name
 
     if dtype is None:
-        if self._dtype.category < 0:
-            return f"torch.quantized.{SCALAR_NAMES[self._dtype.name]}Tensor"
-        return f"torch.{SCALAR_NAMES[self._dtype.name]}Tensor"
-    if isinstance(dtype, str):
-        name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
-        reverse = {v: k for k, v in SCALAR_NAMES.items()}
-        dtype = dt._dtype_by_name(reverse[name])
-    return to(self, dtype)
+        return type_name(self)
+    dtype, device = parse_type(dtype)
+    if device is not None and device != self._device.type:
+        return to(self, device=device, dtype=dtype, non_blocking=non_blocking)
+    return to(self, dtype, non_blocking=non_blocking)
 
 
 export(type_, name="type", function=False)

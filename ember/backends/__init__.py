@@ -17,10 +17,23 @@ class _Flags(types.SimpleNamespace):
 
 cudnn = _Flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
                is_available=lambda: False, version=lambda: None)
+
+
+def _sdp_switches() -> dict:
+    """torch.backends.cuda's per-backend SDPA switches, over the flags nn.attention.sdpa_kernel sets."""
+    from ..nn.attention import _flags
+
+    switches = {}
+    for name, backend in (("flash", _flags.FLASH), ("mem_efficient", _flags.EFFICIENT), ("math", _flags.MATH),
+                          ("cudnn", _flags.CUDNN)):
+        switches[f"{name}_sdp_enabled"] = lambda backend=backend: backend in _flags.enabled
+        switches[f"enable_{name}_sdp"] = lambda enabled, backend=backend: _flags.set_enabled(backend, bool(enabled))
+    return switches
+
+
 cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
                             allow_bf16_reduced_precision_reduction=True),
-              is_built=lambda: True, flash_sdp_enabled=lambda: True, enable_flash_sdp=lambda enabled: None,
-              enable_math_sdp=lambda enabled: None, enable_mem_efficient_sdp=lambda enabled: None)
+              is_built=lambda: True, is_flash_attention_available=lambda: False, **_sdp_switches())
 mps = _Flags(is_available=lambda: False, is_built=lambda: False)
 mkldnn = _Flags(enabled=True, is_available=lambda: False)
 cpu = _Flags(get_cpu_capability=_runtime.cpu_capability)

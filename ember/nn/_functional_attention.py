@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._ops.random import _factory
 from .._tensor import Tensor
+from .attention import _flags
 
 __all__ = ["scaled_dot_product_attention", "set_sdpa_block_size", "get_sdpa_block_size"]
 
@@ -329,6 +331,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(Q K^T * scale + mask) V, block-wise; see the module docstring."""
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        from .attention.bias import CausalBias
+
+        if isinstance(attn_mask, CausalBias):  # torch routes it by __torch_function__
+            return CausalBias._dispatch(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"Expected query, key, and value to have the same embedding dimension, but got query "
                            f"{query.shape[-1]} and key {key.shape[-1]}")
@@ -341,6 +348,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                            f"query.dtype: {_CPP_NAMES.get(query.dtype.name, query.dtype.name)} instead.")
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    flash_blockers = None if _flags.all_enabled() else _flash_blockers(query, key, value, attn_mask, dropout_p,
+                                                                        enable_gqa)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         if key.shape[-3] == 0 or query.shape[-3] % key.shape[-3] or value.shape[-3] != key.shape[-3]:
             raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
@@ -351,6 +360,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if attn_mask is not None and attn_mask._dtype.category >= 2 and attn_mask._dtype is not query._dtype:
         attn_mask = attn_mask.to(query.dtype)
+    if not _flags.all_enabled() and _choose_backend(flash_blockers) == _flags.MATH:  # nn.attention.sdpa_kernel
+        return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     # the dropout masks come from the default generator's stream (manual_seed reproduces them); backward
     # regenerates them from this seed.  It is a 0-d tensor drawn by a random factory, an operand of the op:
     # under ember.compile the draw is a recorded random node, made anew by each replay (a seed read into
@@ -385,17 +396,86 @@ def _check_attention_shapes(query, key, value, attn_mask) -> None:
             raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {list(full)}")
 
 
+def _choose_backend(flash_blockers) -> int:
+    """torch's CPU choice among the allowed backends: flash when allowed and usable, else math; its errors when
+    neither can run (flash_blockers: None when flash can run, else the reasons it cannot)."""
+    allowed = _flags.enabled
+    if _flags.FLASH not in allowed and _flags.MATH not in allowed:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
+    if _flags.FLASH in allowed and flash_blockers is None:
+        return _flags.FLASH
+    if _flags.MATH in allowed:
+        return _flags.MATH
+    warnings.warn("Flash attention kernel not used because:", stacklevel=3)
+    for reason in flash_blockers:
+        warnings.warn(reason, stacklevel=3)
+    raise RuntimeError("No available kernel.  Aborting execution.")
+
+
+def _flash_blockers(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """None when torch's CPU flash kernel accepts these operands (sdp_utils_cpp.cpp use_flash_attention_cpp),
+    else the warnings torch gives for the first constraint that fails."""
+    if dropout_p > 0:
+        return ["Both fused kernels do not support non-zero dropout."]
+    if attn_mask is not None and attn_mask.requires_grad:
+        return []
+    if query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
+        return [f"All fused kernels requires query, key and value to be 4 dimensional, but got Query dim: "
+                f"{query.ndim}, Key dim: {key.ndim}, Value dim: {value.ndim} instead."]
+    sizes = (list(query.shape), list(key.shape), list(value.shape))
+    if not query.shape[0] == key.shape[0] == value.shape[0]:
+        return ["For dense inputs, both fused kernels require query, key and value to have the same batch_size. "
+                f"Query.sizes(): {sizes[0]}, Key.sizes(): {sizes[1]}, Value.sizes(): {sizes[2]} instead. To "
+                "broadcast dense inputs, try using unsqueeze and expand_to before passing them into the kernel."]
+    heads_q, heads_k, heads_v = query.shape[1], key.shape[1], value.shape[1]
+    grouped = enable_gqa and heads_k == heads_v and heads_k > 0 and heads_q % heads_k == 0
+    if not (heads_q == heads_k == heads_v or grouped):
+        return ["For dense input, both fused kernels require query, key and value to have the same num_heads. "
+                f"Query.sizes(): {sizes[0]}, Key sizes(): {sizes[1]}, Value sizes(): {sizes[2]} instead. To "
+                "broadcast dense inputs, try using unsqueeze and expand_to before passing them into the kernel."]
+    if attn_mask is not None:
+        full = (query.shape[0], query.shape[1], query.shape[2], key.shape[2])[4 - attn_mask.ndim:]
+        if attn_mask.ndim not in (2, 4) or any(m not in (1, f) for m, f in zip(attn_mask.shape, full)):
+            return ["Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x {KV_seq_len, 1}); 4d - "
+                    "({Batch, 1} x {Num_heads, 1} x {Q_seq_len, 1}  x {KV_seq_len, 1})"]
+    if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return [f"Flash attention requires q,k,v to have the same last dimension. Got Query.size(-1): "
+                f"{query.shape[-1]}, Key.size(-1): {key.shape[-1]}, Value.size(-1): {value.shape[-1]} instead."]
+    strides = (query.stride(-1), key.stride(-1), value.stride(-1))
+    if strides != (1, 1, 1):
+        return [f"All fused kernels require the last dimension of the input to have stride 1. Got "
+                f"Query.stride(-1): {strides[0]}, Key.stride(-1): {strides[1]}, Value.stride(-1): {strides[2]}"]
+    return None
+
+
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """The composite form (torch's math backend): a row no key may see gets zeros, as torch's _safe_softmax."""
     from .functional import dropout, softmax
 
     scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        length, keys = query.shape[-2], key.shape[-2]
+        attn_mask = _ops_tril(length, keys, query.device)
     if attn_mask is not None:
         if attn_mask._dtype.category == 0:
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, -1)
+        # softmax of an all -inf row is nan; the composite gives zeros there (and a zero gradient); no data
+        # read decides it, so graph capture records it as ops
+        blind = (scores == float("-inf")).all(-1, keepdim=True)
+        weights = softmax(scores.masked_fill(blind, 0.0), -1).masked_fill(blind, 0.0)
+    else:
+        weights = softmax(scores, -1)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
     return weights.matmul(value)
+
+
+def _ops_tril(length: int, keys: int, device) -> Tensor:
+    """is_causal's boolean mask: query row i sees keys 0..i (torch's top-left alignment)."""
+    from .._ops.creation import ones
+
+    return ones(length, keys, dtype=dt.bool_, device=device).tril()
 

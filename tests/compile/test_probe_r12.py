@@ -3,6 +3,7 @@ parameter updates between calls, generators) compiled and compared with eager ca
 failed before its fix."""
 
 import numpy as np
+import pytest
 
 import ember
 import ember.nn as nn
@@ -206,3 +207,20 @@ def test_rebinding_an_equal_value_is_not_a_write():
         np.testing.assert_allclose(compiled(x).detach().numpy(), model.lin(x).detach().numpy(), rtol=1e-6)
         assert model.in_shape == (2, 3) and model.sizes == (2, 3)
     assert not next(iter(compiled._compiled.cache.values())).eager
+
+
+def test_sdpa_kernel_setting_is_guarded():
+    """A graph captured with every SDPA backend allowed must not replay under `sdpa_kernel` restricting them:
+    the restricted call raises where eager raises."""
+    from ember.nn.attention import SDPBackend, sdpa_kernel
+
+    q = ember.randn(1, 2, 4, 8)
+    compiled = ember.compile(lambda q: ember.nn.functional.scaled_dot_product_attention(q, q, q))
+    compiled(q)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):  # no CPU kernel: no viable backend, as torch's CPU build
+        with pytest.raises(RuntimeError, match="No viable backend") as eager:
+            ember.nn.functional.scaled_dot_product_attention(q, q, q)
+        with pytest.raises(RuntimeError) as raised:
+            compiled(q)
+        assert str(raised.value) == str(eager.value)
+    compiled(q)  # allowed again: the first graph replays
