@@ -726,7 +726,7 @@ class Tensor:
             tracer = _dispatch.tracer
             tracer.graph_break("Tensor.numpy(): tensor values leave ember", self)
             tracer.expose(self)  # the array is writable: a write through it is a write the graph never saw
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and state.enabled:  # (as torch: allowed under no_grad)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
 

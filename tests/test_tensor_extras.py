@@ -96,3 +96,14 @@ def test_small_methods():
     u.map_(torch.tensor([1.0], dtype=torch.float64), lambda a, b: a - b)
     np.testing.assert_array_equal(y.numpy(), u.numpy())
     assert not x.is_mps and not x.is_nested and x.const_data_ptr() == x.data_ptr()
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_allowed_under_no_grad():
+    """torch refuses .numpy() on a tensor requiring grad only while grad mode is on (so a custom op's kernel,
+    which runs below autograd, and `with no_grad(): x.numpy()` read the values)."""
+    for lib in (ember, torch):
+        x = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+            x.numpy()
+        with lib.no_grad():
+            assert x.numpy().tolist() == [1.0, 1.0]
