@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks", "dlpack")
+_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks", "dlpack", "_pytree", "benchmark", "tensorboard")
 
 
 def __getattr__(name: str):
