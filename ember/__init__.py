@@ -156,6 +156,7 @@ globals().update({name: cls for name, cls in _LEGACY_TYPES.items() if "." not in
 _set_legacy_layout()
 from .serialization import save, load  # noqa: E402
 from ._compile import compile  # noqa: E402,A001 - torch.compile (ember/_compile, docs/compile.md)
+from . import fx  # noqa: E402 - torch.fx: symbolic tracing, Graph, GraphModule (ember/fx)
 from ._memory import keep_freed_memory as _keep_freed_memory  # noqa: E402
 
 _keep_freed_memory()  # freed NumPy buffers stay in the process (ember/_memory.py)
