@@ -56,7 +56,7 @@ chalf = complex64
 
 
 class layout:
-    """torch.layout: only strided tensors exist in ember."""
+    """torch.layout: strided, or sparse_coo (ember/_ops/sparse_ops.py)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -66,6 +66,7 @@ class layout:
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 
 
 class memory_format:
@@ -91,6 +92,7 @@ from ._ops.quantized import (  # noqa: E402 - torch's quantization schemes
 )
 _operators.install()
 from . import linalg  # noqa: E402
+from . import sparse  # noqa: E402 - torch.sparse (ember/sparse)
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402

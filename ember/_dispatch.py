@@ -25,6 +25,7 @@ from . import _dtype as dt
 from ._autograd.grad_mode import state
 from ._autograd.node import node_class
 from ._backends import MetaArray
+from ._backends.sparse_coo import SparseCOOArray
 
 TRACE = os.environ.get("EMBER_TRACE_DISPATCH") == "1"
 SAVE_INPUTS = 1
@@ -41,6 +42,9 @@ profiler = None
 # call takes it (whether or not it writes) and sets inplace_written when it wrote its result there.
 inplace_target = None
 inplace_written = False
+# ember/_ops/sparse_ops.py sets the function (op, args, params) -> results that runs a call with a sparse operand
+# (NOTE [ Sparse COO tensors ] there)
+sparse_dispatch = None
 INPLACE_OUT = os.environ.get("EMBER_INPLACE_OUT", "1") != "0"  # 0: every in-place op computes, then copies
 
 
@@ -214,6 +218,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
                 needs_grad = True
             if a._dtype.category < 0:
                 return _call_quantized(op, args, params)
+            if type(a._data) is SparseCOOArray:
+                return sparse_dispatch(op, args, params)
     if device is None:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument, got {[type(a).__name__ for a in args]}")
     if TRACE:
@@ -278,6 +284,8 @@ def _write_in_place(op, args, params) -> bool:
             if a._requires_grad:
                 needs_grad = True
             array = a._data
+            if type(array) is SparseCOOArray:  # sparse kernels compute out of place (sparse_ops.py)
+                return False
             if array.shape != shape and not _broadcasts_to(array.shape, shape):
                 return False
             if _overlaps(array, out):

@@ -22,6 +22,7 @@ from ._autograd.grad_mode import state
 from ._autograd.hooks import RemovableHandle
 from ._autograd.node import AccumulateGrad
 from ._backends import MetaArray, array_module_of, to_device, to_host
+from ._backends.sparse_coo import SparseCOOArray
 from ._device import CPU, as_device
 from ._device import device as Device
 
@@ -265,9 +266,9 @@ class Tensor:
 
     @property
     def layout(self):
-        from . import strided
+        from . import sparse_coo, strided
 
-        return strided
+        return sparse_coo if type(self._data) is SparseCOOArray else strided
 
     @property
     def is_cuda(self) -> bool:
@@ -283,7 +284,7 @@ class Tensor:
 
     @property
     def is_sparse(self) -> bool:
-        return False
+        return type(self._data) is SparseCOOArray  # NOTE [ Sparse COO tensors ] in _ops/sparse_ops.py
 
     @property
     def is_quantized(self) -> bool:
@@ -305,6 +306,9 @@ class Tensor:
         return wrap_dim(dim, self._data.ndim)
 
     def stride(self, dim: int | None = None):
+        if type(self._data) is SparseCOOArray:  # torch reports zeros for a sparse tensor
+            strides = (0,) * self._data.ndim
+            return strides if dim is None else strides[self._wrap_dim(dim)]
         itemsize = self._dtype.itemsize
         strides = tuple(s // itemsize for s in self._data.strides)
         if self._data.ndim and 0 in self._data.shape:
@@ -312,11 +316,13 @@ class Tensor:
         return strides if dim is None else strides[self._wrap_dim(dim)]
 
     def storage_offset(self) -> int:
-        if isinstance(self._data, MetaArray):
+        if isinstance(self._data, (MetaArray, SparseCOOArray)):
             return 0
         return (_address(self._data) - _address(self._storage.array)) // self._dtype.itemsize
 
     def data_ptr(self) -> int:
+        if type(self._data) is SparseCOOArray:
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         return 0 if isinstance(self._data, MetaArray) else _address(self._data)
 
     def untyped_storage(self) -> UntypedStorage:
@@ -337,6 +343,8 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         if isinstance(self._data, MetaArray):
             return True
+        if type(self._data) is SparseCOOArray:
+            return False
         if getattr(memory_format, "name", None) == "channels_last":
             return _channels_last_contiguous(self._data)
         return self._data.flags.c_contiguous
@@ -674,7 +682,11 @@ class Tensor:
             )
         if result._grad_fn is not None:
             node_module.keep_original_input(result._grad_fn, self)
-        if not isinstance(self._data, MetaArray) and result._data is not self._data:
+        if type(self._data) is SparseCOOArray:  # sparse: swap in the result's entries
+            from ._ops.sparse_ops import assign_inplace
+
+            assign_inplace(self, result)
+        elif not isinstance(self._data, MetaArray) and result._data is not self._data:
             write_array(self._data, result._data)  # (a compiled kernel may already have written it here)
         self._bump_version()
         if result._grad_fn is not None and state.enabled:
@@ -740,6 +752,10 @@ class Tensor:
         return array if dtype is None else array.astype(dtype)
 
     def _check_data(self, what: str) -> None:
+        if type(self._data) is SparseCOOArray:
+            if what in ("numpy", "__array__"):
+                raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         if self._device.type != "cpu" and what in ("numpy", "__array__"):
             raise TypeError(
                 f"can't convert {self._device.type} device type tensor to numpy. Use Tensor.cpu() to copy the "
@@ -804,6 +820,10 @@ class Tensor:
             from ._ops.quantized import quantized_repr
 
             return quantized_repr(self)
+        if type(self._data) is SparseCOOArray:
+            from ._ops.sparse_ops import sparse_repr
+
+            return sparse_repr(self)
         grad_fn = self.grad_fn
         values = None if isinstance(self._data, MetaArray) else to_host(self._data)
         # torch prints a Parameter as "Parameter containing:\n" + the tensor's own repr (indented as a tensor)
@@ -856,6 +876,11 @@ class Tensor:
         return out
 
     def __reduce_ex__(self, protocol):
+        if type(self._data) is SparseCOOArray:
+            from ._ops.sparse_ops import rebuild_sparse
+
+            array = self._data
+            return (rebuild_sparse, (array.indices, array.values, array.shape, array.coalesced, self._requires_grad))
         data = self._data if isinstance(self._data, MetaArray) else np.ascontiguousarray(to_host(self._data))
         args = (data, self._dtype.name, str(self._device), self._requires_grad, type(self))
         if self._qparams is not None:

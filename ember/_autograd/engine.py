@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 
 from .. import _dispatch
+from .._backends.sparse_coo import SparseCOOArray
 from .grad_mode import state
 from .node import AccumulateGrad, Node
 
@@ -94,15 +95,24 @@ def _add(existing, grad, owned=None):
     if existing is None:
         return grad
     if owned is None:
-        return existing + grad
+        return _sum(existing, grad)
     owned.discard(id(grad))
-    if id(existing) in owned and existing._dtype is grad._dtype and existing._data.shape == grad._data.shape:
+    if (id(existing) in owned and existing._dtype is grad._dtype and existing._data.shape == grad._data.shape
+            and type(existing._data) is not SparseCOOArray and type(grad._data) is not SparseCOOArray):
         existing._data += grad._data
         return existing
     owned.discard(id(existing))
-    result = existing + grad
+    result = _sum(existing, grad)
     owned.add(id(result))
     return result
+
+
+def _sum(existing, grad):
+    """existing + grad; a sparse buffer meeting a dense gradient is added to it (sparse + dense has no kernel:
+    NOTE [ Sparse COO tensors ] in ember/_ops/sparse_ops.py)."""
+    if type(existing._data) is SparseCOOArray and type(grad._data) is not SparseCOOArray:
+        return grad + existing
+    return existing + grad
 
 
 # NOTE [ Slice gradients added in place ]
@@ -127,6 +137,8 @@ def _scatter_in_place(node, grads, buffers, owned, capture) -> bool:
     existing = buffer[nr] if buffer is not None else None
     grad = grads[0]
     if existing is None or id(existing) not in owned or existing._dtype is not grad._dtype:
+        return False
+    if type(existing._data) is SparseCOOArray:
         return False
     target = op.impl(_xp(existing), existing._data, **node.params)
     if getattr(target, "shape", None) != grad._data.shape or target.base is None:

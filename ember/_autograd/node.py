@@ -145,9 +145,12 @@ class AccumulateGrad(Node):
         elif current._requires_grad:
             variable.grad = current + grad.detach()
         elif (current._dtype is grad._dtype and current._data.shape == grad._data.shape
-              and getattr(current._data, "flags", None) is not None and current._data.flags.writeable):
+              and getattr(current._data, "flags", None) is not None and current._data.flags.writeable
+              and getattr(grad._data, "flags", None) is not None):  # (a sparse gradient has no flags)
             current._data += grad._data  # accumulate in place, as torch does, without a dispatch
             current._bump_version()
+        elif current.is_sparse and not grad.is_sparse:  # torch: a dense gradient replaces sparse + dense
+            variable._grad = grad.detach() + current
         else:
             current.add_(grad)
         hooks = variable._post_accumulate_hooks
@@ -190,8 +193,8 @@ def _copy_obeying_layout(grad, variable):
     from .._ops._shapes import empty_in_order
 
     data = grad._data
-    if getattr(data, "flags", None) is None:
-        return grad.clone()
+    if getattr(data, "flags", None) is None or getattr(variable._data, "flags", None) is None:
+        return grad.clone()  # the meta device, or a sparse gradient or variable: no strides to follow
     order = _leaf_order(variable._data) if not variable._data.flags.c_contiguous else None
     array = empty_in_order(device_module(grad._device), data.shape, data.dtype, order)
     target = tensor_factory(array, grad._dtype, grad._device)

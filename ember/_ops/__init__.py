@@ -37,6 +37,8 @@ from . import (  # noqa: F401  (imported for their registrations)
     scatter_ops,
     solvers,
     sorting,
+    sparse_kernels,
+    sparse_ops,
     special_functions,
     statistics,
     tensor_extras,

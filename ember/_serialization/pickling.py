@@ -59,6 +59,7 @@ TORCH_TENSOR = TorchGlobal("torch", "Tensor")
 TORCH_SIZE = TorchGlobal("torch", "Size")
 TORCH_DEVICE = TorchGlobal("torch", "device")
 GET_LAYOUT = TorchGlobal("torch.serialization", "_get_layout")
+REBUILD_SPARSE = TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
 REBUILD_QTENSOR = TorchGlobal("torch._utils", "_rebuild_qtensor")
 _SAVED_DTYPES = dt.ALL_DTYPES + dt.QUANTIZED_DTYPES
 STORAGE_TYPES = {dtype: TorchGlobal("torch", f"{SCALAR_NAMES[dtype.name]}Storage") for dtype in _SAVED_DTYPES}
@@ -169,11 +170,12 @@ class TorchPickler(pickle._Pickler):
     dispatch = pickle._Pickler.dispatch.copy()
 
     def __init__(self, file, protocol: int, storages: StorageTable) -> None:
-        from .. import strided
+        from .. import sparse_coo, strided
 
         super().__init__(file, protocol)
         self.storages = storages
         self.strided = strided
+        self.sparse_coo = sparse_coo
 
     def persistent_id(self, obj):
         if type(obj) is StorageRef:
@@ -189,12 +191,18 @@ class TorchPickler(pickle._Pickler):
             return TORCH_DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
         if obj is self.strided:
             return GET_LAYOUT, ("torch.strided",)
+        if obj is self.sparse_coo:
+            return GET_LAYOUT, ("torch.sparse_coo",)
         return NotImplemented
 
     def _reduce_tensor(self, tensor: Tensor):
         from ..nn.parameter import Parameter
 
         state = _public_state(tensor)
+        if tensor.is_sparse:  # torch's form: the layout and (indices, values, size, is_coalesced)
+            array = tensor._data
+            return REBUILD_SPARSE, (self.sparse_coo, (tensor._indices(), tensor._values(), Size(array.shape),
+                                                      array.coalesced))
         if isinstance(tensor, Parameter):
             data = Tensor._make(tensor._data, tensor._dtype, tensor._device, tensor._storage)
             hooks = collections.OrderedDict()
@@ -422,11 +430,24 @@ def _rebuild_from_type_v2(func, new_type, args, state):
 
 
 def _get_layout(name):
-    from .. import strided
+    from .. import sparse_coo, strided
 
+    if name == "torch.sparse_coo":
+        return sparse_coo
     if name != "torch.strided":
-        raise ValueError(f"ember only has the strided layout, the checkpoint asks for {name}")
+        raise ValueError(f"ember has the strided and sparse_coo layouts, the checkpoint asks for {name}")
     return strided
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """torch._utils._rebuild_sparse_tensor for the sparse_coo layout: (indices, values, size[, is_coalesced])."""
+    from .. import sparse_coo, sparse_coo_tensor
+
+    if layout is not sparse_coo:
+        raise ValueError(f"ember cannot rebuild a sparse tensor of layout {layout}")
+    indices, values, size = data[:3]
+    is_coalesced = data[3] if len(data) > 3 else None
+    return sparse_coo_tensor(indices, values, size, check_invariants=True, is_coalesced=is_coalesced)
 
 
 def _torch_size(sizes=()):
@@ -466,6 +487,7 @@ def _torch_allowed_globals() -> dict:
         "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
         "torch._utils._rebuild_qtensor": _rebuild_qtensor,
+        "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
         "torch.storage.UntypedStorage": StorageType(dt.uint8),
         "torch.UntypedStorage": StorageType(dt.uint8),
     }

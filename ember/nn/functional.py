@@ -355,6 +355,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
             padding_idx = weight.shape[0] + padding_idx
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if sparse:  # weight's gradient is a sparse COO tensor (ember/_ops/sparse_kernels.py)
+        from .._ops.sparse_kernels import embedding_sparse
+
+        return embedding_sparse(input, weight, padding_idx, scale_grad_by_freq)
     out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
     if scale_grad_by_freq and weight.requires_grad:
         # each row's gradient divided by how often its index occurs in this batch: the value stays `out`, the
@@ -490,6 +494,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -521,7 +527,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         bags = list(zip(starts, ends))
         flat = input
         flat_weights = per_sample_weights
-    rows = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq)
+    rows = embedding(flat, weight, padding_idx=padding_idx if sparse else None, max_norm=max_norm,
+                     norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     if flat_weights is not None:
         rows = rows * flat_weights.unsqueeze(-1)
     valid = (flat != padding_idx) if padding_idx is not None else None

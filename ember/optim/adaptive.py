@@ -140,8 +140,19 @@ class Adagrad(GroupwiseOptimizer):
         state["step"] = scalar_tensor(0.0, get_scalar_dtype(group["fused"]), p.device if group["fused"] else None)
         state["sum"] = full_like(p, self.defaults["initial_accumulator_value"])
 
+    _sparse_grads = True  # sparse gradients take torch's sparse path, entry by entry (_sparse_adagrad)
+
     @staticmethod
     def _update(group, params, grads, state) -> None:
+        if any(g.is_sparse for g in grads):
+            dense = [i for i, g in enumerate(grads) if not g.is_sparse]
+            for i, g in enumerate(grads):
+                if g.is_sparse:
+                    _sparse_adagrad(group, params[i], g, state["step"][i], state["sum"][i])
+            if not dense:
+                return
+            params, grads = params.select(dense), grads.select(dense)
+            state = {key: value.select(dense) for key, value in state.items()}
         lr, lr_decay = to_scalar(group["lr"]), group["lr_decay"]
         steps, sums = state["step"], state["sum"]
         steps.add_(1)
@@ -154,6 +165,23 @@ class Adagrad(GroupwiseOptimizer):
             return
         step_sizes = [value_of(-lr / (1 + (step - 1) * lr_decay)) for step in steps.items()]
         params.addcdiv_(grads, std, value=step_sizes)
+
+
+def _sparse_adagrad(group, param, grad, step, total) -> None:
+    """torch's Adagrad step for a sparse gradient: the squared sums and the param change at its entries only."""
+    from .. import sparse_coo_tensor
+
+    step.add_(1)
+    if group["maximize"]:
+        grad = -grad
+    if group["weight_decay"] != 0:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+    step_size = to_scalar(group["lr"]) / (1 + (step.item() - 1) * group["lr_decay"])
+    grad = grad.coalesce()
+    indices, values = grad._indices(), grad._values()
+    total.add_(sparse_coo_tensor(indices, values.pow(2), grad.shape))
+    std_values = total.sparse_mask(grad)._values().sqrt_().add_(group["eps"])
+    param.add_(sparse_coo_tensor(indices, values / std_values, grad.shape), alpha=-step_size)
 
 
 class Adadelta(GroupwiseOptimizer):

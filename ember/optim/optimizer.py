@@ -517,6 +517,13 @@ class Optimizer:
 
     # ---------------------------------------------------------------- shared by the algorithms
 
+    # whether _update takes sparse gradients (Adagrad); the others raise torch's error, which Adam words apart
+    _sparse_grads = False
+
+    @property
+    def _sparse_grad_error(self) -> str:
+        return f"{type(self).__name__} does not support sparse gradients"
+
     def _gather(self, group: dict, initialize: Callable, keys: tuple, name: str):
         """The group's params that have a grad, their grads, and each state entry in `keys`, as TensorLists.
 
@@ -527,6 +534,8 @@ class Optimizer:
         for p in group["params"]:
             if p.grad is None:
                 continue
+            if p.grad.is_sparse and not self._sparse_grads:
+                raise RuntimeError(self._sparse_grad_error)
             check_real(p, name)
             params.append(p)
             grads.append(p.grad)

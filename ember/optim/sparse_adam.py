@@ -1,14 +1,9 @@
 """SparseAdam: Adam masked to the entries a sparse gradient holds, as torch.optim.SparseAdam.
 
-torch's SparseAdam takes only sparse-layout gradients and rejects dense ones
-("SparseAdam does not support dense gradients, please consider Adam instead").
-ember has no sparse tensors -- every gradient it produces is dense, including
-Embedding(sparse=True)'s -- so the constructor and its checks are torch's, and
-step() raises torch's error for each dense gradient: a program that runs under
-torch (sparse gradients) fails here loudly rather than run a different
-algorithm.  Adam is the optimizer for dense gradients.  `_masked_update` is
-torch's update on a coalesced sparse gradient given as (indices, values), the
-step a sparse gradient will take once ember has one.
+torch's SparseAdam takes only sparse-layout gradients (Embedding(sparse=True)'s, see
+ember/_ops/sparse_ops.py) and rejects dense ones ("SparseAdam does not support dense gradients, please
+consider Adam instead"); Adam is the optimizer for dense gradients.  `_masked_update` is torch's update on
+the coalesced gradient given as (indices, values).
 """
 
 from __future__ import annotations
@@ -40,8 +35,7 @@ def _masked_update(param, exp_avg, exp_avg_sq, indices, values, step, *, lr, bet
 
 
 class SparseAdam(Optimizer):
-    r"""Adam for sparse gradients, as torch.optim.SparseAdam; ember's gradients are dense, so step() raises
-    torch's dense-gradient error (see the module docstring).
+    r"""Adam for sparse gradients, as torch.optim.SparseAdam; a dense gradient raises torch's error.
 
     Args:
         lr (float, Tensor): learning rate (default: 1e-3).
