@@ -162,3 +162,5 @@ from . import fx  # noqa: E402 - torch.fx: symbolic tracing, Graph, GraphModule 
 from ._memory import keep_freed_memory as _keep_freed_memory  # noqa: E402
 
 _keep_freed_memory()  # freed NumPy buffers stay in the process (ember/_memory.py)
+from . import quasirandom  # noqa: E402 - torch.quasirandom (SobolEngine)
+from . import functional, hub, overrides, storage  # noqa: E402 - torch's module aliases of the same names

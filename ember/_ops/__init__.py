@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     einsum,
     elementwise,
     extra_forms,
+    fake_quantize,
     fft_ops,
     foreach,
     histogramdd,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks", "dlpack", "_pytree", "benchmark", "tensorboard")
+_SUBMODULES = ("data", "checkpoint", "safetensors", "hooks", "dlpack", "_pytree", "benchmark", "tensorboard",
+               "model_zoo")
 
 
 def __getattr__(name: str):
