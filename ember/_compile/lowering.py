@@ -89,6 +89,9 @@ POINTWISE = {
     "hardtanh": (lambda a, p, f, lit: f"({a[0]} < {lit(p['min_val'])} ? {lit(p['min_val'])} : "
                                       f"({a[0]} > {lit(p['max_val'])} ? {lit(p['max_val'])} : {a[0]}))",
                  lambda a, p: f"np.minimum(np.maximum({a[0]}, {p['min_val']!r}), {p['max_val']!r})"),
+    "hardsigmoid": (lambda a, p, f, lit: f"({a[0]} <= {lit(-3.0)} ? {lit(0.0)} : "
+                                         f"({a[0]} >= {lit(3.0)} ? {lit(1.0)} : ({a[0]} + {lit(3.0)}) / {lit(6.0)}))",
+                    lambda a, p: f"(np.minimum(np.maximum({a[0]} + 3, 0), 6) / 6)"),
     "dropout": (lambda a, p, f, lit: f"({a[0]} * {a[1]} * {lit(p['scale'])})",
                 lambda a, p: f"({a[0]} * {a[1]} * {p['scale']!r})"),
     "lerp": (lambda a, p, f, lit: f"({a[0]} + {a[2]} * ({a[1]} - {a[0]}))",
@@ -118,6 +121,12 @@ HELPERS = {
     "div_K": (lambda a, p, f, lit: f"({a[0]} / (T)K)", lambda a, p: f"({a[0]} / K)"),
     "zero": (lambda a, p, f, lit: "((T)0)", lambda a, p: "0.0"),
 }
+
+
+def _hardsigmoid_slope():
+    from .._ops.nn_ops import HARDSIGMOID_SLOPE
+
+    return HARDSIGMOID_SLOPE
 
 
 def _where(d, cond, a, b):
@@ -240,6 +249,8 @@ DERIVATIVES = {
                                                   d.op("mul", g, d.lit(p["negative_slope"])))],
     "hardtanh": lambda d, g, a, out, p: [d.op("mul", g, d.op("logical_and", d.op("gt", a[0], d.lit(p["min_val"])),
                                                              d.op("lt", a[0], d.lit(p["max_val"]))))],
+    "hardsigmoid": lambda d, g, a, out, p: [d.op("mul", d.op("mul", g, d.op("logical_and", d.op(
+        "gt", a[0], d.lit(-3.0)), d.op("lt", a[0], d.lit(3.0)))), d.lit(_hardsigmoid_slope()))],
     "dropout": lambda d, g, a, out, p: [d.op("mul", d.op("mul", g, a[1]), d.lit(p["scale"])), None],
     "lerp": _d_lerp,
     "addcmul": _d_addcmul,

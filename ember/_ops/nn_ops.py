@@ -182,6 +182,23 @@ def _hardtanh_backward(ctx, g):
 HARDTANH = _activation("hardtanh", _hardtanh_impl, _hardtanh_backward)
 
 
+def _hardsigmoid_impl(xp, a):
+    return xp.minimum(xp.maximum(a + 3, 0), 6) / 6
+
+
+# torch's hardsigmoid_backward multiplies by the float constant 1.0f / 6.0f at every precision (float64 too)
+HARDSIGMOID_SLOPE = float(np.float32(1.0) / np.float32(6.0))
+
+
+def _hardsigmoid_backward(ctx, g):
+    x = ctx.inputs[0]
+    return g * ((x > -3) & (x < 3)) * HARDSIGMOID_SLOPE
+
+
+# a primitive, not hardtanh(x / 6 + 0.5): that composite's gradient is the exact 1/6, off torch's in float64
+HARDSIGMOID = _activation("hardsigmoid", _hardsigmoid_impl, _hardsigmoid_backward, rule=_float_rule("hardsigmoid_cpu"))
+
+
 # ---------------------------------------------------------------- softmax family
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
+from .._autograd.grad_mode import state as _grad_state
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor
 from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, range_check, softplus
@@ -125,6 +126,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.requires_grad and _grad_state.enabled:  # torch has no gradient for weight
+        kernel = "nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward"
+        raise RuntimeError(f"The function '{kernel}' is not differentiable with respect to argument 'weight'. This "
+                           "input cannot have requires_grad True.")
     target = call(_TARGET_CHECK, (target,), {"ignore_index": ignore_index, "classes": classes})
     valid = target != ignore_index
     safe_target = target.masked_fill(~valid, 0)
@@ -489,74 +494,34 @@ def _int_list(values) -> list:
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
-    """Connectionist temporal classification loss by the forward (alpha) recursion in log space.
+    """Connectionist temporal classification loss (ember/_ops/ctc.py: ATen's alpha-beta recursion, one op).
 
-    log_probs: (T, N, C) or (T, C); targets: (N, S) padded or 1-D concatenated.  Written with ember ops
-    (logsumexp over the allowed transitions), so the gradient is the recursion's own.
+    log_probs: (T, N, C) or (T, C); targets: (N, S) padded or 1-D concatenated; lengths: tensors or sequences.
     """
-    from .. import cat, full, stack, tensor
+    from .. import tensor
+    from .._ops.ctc import CTC_LOSS
 
     unbatched = log_probs.ndim == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
         targets = targets.unsqueeze(0) if targets.ndim == 1 else targets
-    input_lengths = _int_list(input_lengths)
-    target_lengths = _int_list(target_lengths)
-    batch = log_probs.shape[1]
+    # lengths as int64 tensor operands, read by the kernel when it runs (so a compiled graph takes new ones)
+    lengths = []
+    for values in (input_lengths, target_lengths):
+        if not isinstance(values, Tensor):
+            values = tensor(_int_list(values), dtype=dt.int64)
+        lengths.append(values.reshape(-1))
     if not 0 <= blank < log_probs.shape[2]:
         raise RuntimeError("blank must be in label range")
-    for length in input_lengths:
-        if length > log_probs.shape[0]:
-            raise RuntimeError(f"Expected input_lengths to have value at most {log_probs.shape[0]}, but got value "
-                               f"{length} (while checking arguments for ctc_loss_cpu)")
-    if targets.ndim == 2 and target_lengths and max(target_lengths) > targets.shape[1]:
-        raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} at dimension 1, but got size "
-                           f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
-                           "ctc_loss_allocate_outputs)")
-    losses = []
-    offset = 0
-    # A finite stand-in for log(0): logsumexp's gradient over all-(-inf) entries would be nan.
-    negative_inf = -1e30
-    for b in range(batch):
-        length = target_lengths[b]
-        if targets.ndim == 2:
-            labels = [int(v) for v in targets[b, :length].tolist()]
-        else:
-            labels = [int(v) for v in targets[offset:offset + length].tolist()]
-            offset += length
-        extended = [blank]
-        for label in labels:
-            extended += [label, blank]
-        states = len(extended)
-        index = tensor(extended, dtype=dt.int64)
-        allow_skip = [False, False] + [extended[s] != blank and extended[s] != extended[s - 2]
-                                       for s in range(2, states)]
-        skip_mask = tensor(allow_skip)
-        steps = input_lengths[b]
-        emissions = log_probs[:steps, b].index_select(1, index)
-        start = full((states,), negative_inf, dtype=log_probs.dtype)
-        alpha = cat([emissions[0, :min(2, states)], start[min(2, states):]])
-        for t in range(1, steps):
-            stay = alpha
-            step = cat([full((1,), negative_inf, dtype=alpha.dtype), alpha[:-1]])
-            skip = cat([full((min(2, states),), negative_inf, dtype=alpha.dtype), alpha[:-2]]).masked_fill(
-                ~skip_mask[:states], negative_inf)
-            alpha = stack([stay, step, skip]).logsumexp(0) + emissions[t]
-        tail = alpha[-2:] if states > 1 else alpha[-1:]
-        loss = -tail.logsumexp(0)
-        # torch's ctc backward returns exp(log_probs) - posterior, i.e. it assumes log_probs came from
-        # log_softmax (through which the extra exp(log_probs) term cancels).  Add a zero-valued term with
-        # exactly that gradient so direct gradients w.r.t. log_probs match torch's too.
-        normaliser = log_probs[:steps, b].exp().sum()
-        loss = loss + (normaliser - normaliser.detach())
-        loss = loss.masked_fill(loss > 1e29, float("inf"))  # no valid alignment: torch's inf
-        if zero_infinity:
-            loss = loss.masked_fill(loss == float("inf"), 0.0)
-        losses.append(loss)
-    loss = stack(losses)
+    batch = log_probs.shape[1]
+    if lengths[0].shape[0] != batch:
+        raise RuntimeError("input_lengths must be of size batch_size")
+    if lengths[1].shape[0] != batch:
+        raise RuntimeError("target_lengths must be of size batch_size")
+    loss = call(CTC_LOSS, (log_probs, targets, lengths[0], lengths[1]),
+                {"blank": int(blank), "zero_infinity": bool(zero_infinity)})
     if reduction == "mean":
-        lengths = tensor([max(n, 1) for n in target_lengths], dtype=loss.dtype)
-        return (loss / lengths).mean()
+        return (loss / lengths[1].clamp_min(1).to(loss.dtype)).mean()
     if unbatched and reduction == "none":
         return loss.squeeze(0)
     return _reduce(loss, reduction)

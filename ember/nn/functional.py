@@ -120,13 +120,8 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     _float_only(input, "hardsigmoid_cpu")
-    result = _hardsigmoid(input)
-    return _inplace_result(input, result, inplace)
-
-
-def _hardsigmoid(x: Tensor) -> Tensor:
-    # torch: grad is 1/6 strictly inside (-3, 3), 0 elsewhere (hardtanh's open-interval rule gives exactly that).
-    return call(nn_ops.HARDTANH, (x / 6 + 0.5,), {"min_val": 0.0, "max_val": 1.0})
+    # torch: grad is 1.0f/6 strictly inside (-3, 3), 0 elsewhere
+    return _inplace_result(input, call(nn_ops.HARDSIGMOID, (input,)), inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:

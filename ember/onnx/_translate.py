@@ -42,7 +42,8 @@ TRANSLATIONS = {
     "isnan": m.predicate("IsNaN"), "isinf": m.predicate("IsInf"), "isfinite": m.isfinite,
     # activations
     "relu": m.unary("Relu"), "gelu": m.gelu, "silu": m.silu, "leaky_relu": m.leaky_relu, "elu": m.elu,
-    "hardtanh": m.hardtanh, "softplus": m.softplus, "softmax": m.softmax("Softmax"),
+    "hardtanh": m.hardtanh, "hardsigmoid": m.unary("HardSigmoid", alpha=1 / 6, beta=0.5), "softplus": m.softplus,
+    "softmax": m.softmax("Softmax"),
     "log_softmax": m.softmax("LogSoftmax"),
     # reductions and scans
     "sum": m.reduction("ReduceSum"), "mean": m.reduction("ReduceMean"), "amax": m.reduction("ReduceMax"),
