@@ -85,3 +85,12 @@ def test_function_listings():
                                                                                                       "ember")
     assert ember.overrides.is_tensor_method_or_property(ember.Tensor.add)
     assert not ember.overrides.is_tensor_method_or_property(len)
+
+
+def test_functional_follows_autocast_wrappers():
+    """autocast installs wrappers into `ember` on first use (cdist runs in float32): ember.functional names
+    whatever `ember` holds, so it is the same function before and after."""
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        pass
+    for name in ember.functional.__all__:
+        assert getattr(ember.functional, name) is getattr(ember, name), name
