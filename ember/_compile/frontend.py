@@ -390,7 +390,7 @@ class CompiledFunction:
             reason, shape_only = ("a parameter or closure tensor changed shape, dtype or requires_grad, or a .grad "
                                   "read became None or appeared"), False
         if self.generic and self.dynamic is not False and not self.gave_up:
-            for pattern, generic_entry in self.generic:
+            for pattern, generic_entry in reversed(self.generic):  # (the newest: a refit, see _validate)
                 env = symbolic.match(pattern, key)
                 if env is not None and generic_entry.externals_ok():
                     return self._validate(generic_entry, env, args, kwargs)
@@ -472,7 +472,11 @@ class CompiledFunction:
         if len(self.cache) >= config.cache_size_limit:
             self.gave_up = True
             return result
-        return self._store(tracer, result, ok, key, labels, state.enabled, args=args, kwargs=kwargs)
+        # fitted again from this capture and the generic graph's own: two sizes often could not tell a strided
+        # convolution's (T + 1) // 2 from T // 2, a third of another parity does (symbolic._floor_divisions)
+        previous = next(((k, e) for k, e in self.cache.items() if e is generic_entry), None)
+        return self._store(tracer, result, ok, key, labels, state.enabled, previous=previous, args=args,
+                           kwargs=kwargs)
 
     def _trace(self, args, kwargs, validating=False):
         if not validating:
@@ -614,7 +618,11 @@ class CompiledFunction:
             entry.writes = tracer.attribute_writes
             entry.grad_reads = tuple(tracer.grad_reads.values())
             entry.signature = signature
+            entry.samples = [(key, signature)]  # the captures a size-generic graph was fitted to (symbolic.py)
             if pattern is not None:
+                old_key, old_entry = previous
+                earlier = getattr(old_entry, "samples", None) or [(old_key, old_entry.signature)]
+                entry.samples = (earlier + entry.samples)[-_SAMPLES:]
                 self.generic.append((pattern, entry))
         self.cache[key] = entry
         self.labels[key] = labels
@@ -641,7 +649,12 @@ class CompiledFunction:
             sizes = symbolic.batch_sizes(old_key, key, labels)
             sizes.offsets = True
             pattern = symbolic.key_pattern(old_key, key, labels, sizes)
-            symbolic.generalize(old_signature, signature, sizes)
+            # the earlier captures behind the previous graph (a refit after a failed validation: _validate)
+            extra = [(symbolic.sample_env(sizes, k), sig) for k, sig in getattr(old_entry, "samples", ())
+                     if k != old_key and k != key]
+            extra = [(env, sig) for env, sig in extra if env is not None and len(env) == len(sizes.first)]
+            sizes.extra = tuple(env for env, _ in extra)
+            symbolic.generalize(old_signature, signature, sizes, others=tuple(sig for _, sig in extra))
             graph.generic = True
             compiled = CompiledGraph(graph, self.options)
         except symbolic.NotGeneric as why:
@@ -695,6 +708,9 @@ class CompiledFunction:
         if instance is None:
             return self
         return functools.partial(self, instance)
+
+
+_SAMPLES = 6  # captures kept per size-generic graph for refits (their signatures hold their graphs)
 
 
 def _externals(graphs) -> tuple:

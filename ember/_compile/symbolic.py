@@ -31,37 +31,47 @@ from .pyguards import array_digest
 NAMES = ("B", "T", "U")  # the symbols' names in printed graphs, in the order they are found
 MAX_POWER = 2  # B**2: a flattened (T, T) attention map
 MAX_OFFSET = 16  # the largest constant a symbol may be offset by (T - 1, past + 1)
+FLOOR_DIVISORS = (2, 4, 8, 16, 32, 3)  # strides of convolutions and pools, and their nestings
 
 
 class Batch:
-    """The int m * B**powers[0] * T**powers[1] ... + offset, over the call's symbol values."""
+    """The int m * B**powers[0] * T**powers[1] ... + offset, over the call's symbol values; with a divisor,
+    m * ((T + offset) // divisor) over one symbol (a strided convolution's or pooling's output length)."""
 
-    __slots__ = ("m", "powers", "offset")
+    __slots__ = ("m", "powers", "offset", "divisor")
 
-    def __init__(self, m: int, powers: tuple = (1,), offset: int = 0) -> None:
+    def __init__(self, m: int, powers: tuple = (1,), offset: int = 0, divisor: int = 1) -> None:
         self.m = m
         self.powers = powers
         self.offset = offset
+        self.divisor = divisor
 
     def value(self, env: tuple) -> int:
-        return self.m * math.prod(v ** p for v, p in zip(env, self.powers) if p) + self.offset
+        product = math.prod(v ** p for v, p in zip(env, self.powers) if p)
+        if self.divisor != 1:
+            return self.m * ((product + self.offset) // self.divisor)
+        return self.m * product + self.offset
 
     def symbol(self):
         """The index of the one symbol this is m times (power 1, no other, no offset), else None."""
         found = [i for i, p in enumerate(self.powers) if p]
-        return found[0] if len(found) == 1 and self.powers[found[0]] == 1 and not self.offset else None
+        return (found[0] if len(found) == 1 and self.powers[found[0]] == 1 and not self.offset
+                and self.divisor == 1 else None)
 
     def __repr__(self) -> str:
         terms = [NAMES[i] if p == 1 else f"{NAMES[i]}**{p}" for i, p in enumerate(self.powers) if p]
+        if self.divisor != 1:
+            inner = f"({'*'.join(terms)}{self.offset:+d})" if self.offset else "*".join(terms)
+            return f"{self.m}*({inner}//{self.divisor})" if self.m != 1 else f"{inner}//{self.divisor}"
         text = "*".join(([str(self.m)] if self.m != 1 else []) + terms)
         return f"{text}{self.offset:+d}" if self.offset else text
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Batch) and other.m == self.m and other.powers == self.powers
-                and other.offset == self.offset)
+                and other.offset == self.offset and other.divisor == self.divisor)
 
     def __hash__(self) -> int:
-        return hash(("Batch", self.m, self.powers, self.offset))
+        return hash(("Batch", self.m, self.powers, self.offset, self.divisor))
 
 
 class NotGeneric(Exception):
@@ -114,6 +124,10 @@ class Sizes:
         self.first = (first,) if type(first) is int else tuple(first)
         self.second = (second,) if type(second) is int else tuple(second)
         self.max_power = max_power
+        # more captures of the same graph, at other sizes (their symbol values): each int must fit them too,
+        # which picks the right candidate where two sizes cannot (a refit, CompiledFunction._validate)
+        self.extra: tuple = ()
+        self.positions: list = []  # (key position, dim) each symbol was read from (batch_sizes)
         # ints a symbol plus a small constant (`T - 1` of a shifted target, `past + 1` of a grown KV cache)
         # are explained too when no product is; set by ember.compile (ember.export encodes products only)
         self.offsets = False
@@ -129,15 +143,19 @@ class Sizes:
     def describe(self) -> str:
         return ", ".join(f"{NAMES[i]} ({a} -> {b})" for i, (a, b) in enumerate(zip(self.first, self.second)))
 
-    def explain(self, a: int, b: int) -> list:
-        """Every Batch(m, powers) that is a in the first capture and b in the second."""
+    def explain(self, a: int, b: int, others: tuple = ()) -> list:
+        """Every Batch(m, powers) that is a in the first capture and b in the second (and `others`, the int in
+        each of the `extra` captures, in those)."""
+        def fits(batch) -> bool:
+            return all(batch.value(env) == value for env, value in zip(self.extra, others))
+
         found = []
         for powers in itertools.product(range(self.max_power + 1), repeat=len(self.first)):
             if not any(powers):
                 continue
             d1 = math.prod(v ** p for v, p in zip(self.first, powers))
             d2 = math.prod(v ** p for v, p in zip(self.second, powers))
-            if a > 0 and a % d1 == 0 and a // d1 * d2 == b:
+            if a > 0 and a % d1 == 0 and a // d1 * d2 == b and fits(Batch(a // d1, powers)):
                 found.append(Batch(a // d1, powers))
         if not found and self.offsets:  # m * S + c over one symbol (B * (T - 1) with B fixed: 2 * T - 2)
             for index, (d1, d2) in enumerate(zip(self.first, self.second)):
@@ -145,19 +163,48 @@ class Sizes:
                     continue
                 m = (b - a) // (d2 - d1)
                 offset = a - m * d1
-                if m >= 1 and 0 < abs(offset) <= MAX_OFFSET * m:
-                    found.append(Batch(m, tuple(int(i == index) for i in range(len(self.first))), offset))
+                batch = Batch(m, tuple(int(i == index) for i in range(len(self.first))), offset)
+                if m >= 1 and 0 < abs(offset) <= MAX_OFFSET * m and fits(batch):
+                    found.append(batch)
+        if not found and self.offsets:
+            found = self._floor_divisions(a, b, fits)
         return found
 
-    def merge(self, a, b, where: str):
+    def _floor_divisions(self, a: int, b: int, fits) -> list:
+        """m * ((S + c) // d) over one symbol S: the output length of strided convolutions and pools (nested
+        ones too: ((S + 1) // 2 + 1) // 2 is (S + 3) // 4), times a channel count when flattened.  Two sizes
+        rarely pin c down ((12 + c) // 2 is 6 for c = 0 and 1), so one candidate is taken -- the first divisor
+        that fits, c in [0, d) first (a convolution's c is 2 * padding - dilation * (kernel - 1) - 1 + stride),
+        then by |c| up to 2d -- and a size where it is wrong fails CompiledFunction._validate's conformance
+        trace, which fits again from that capture and the generic graph's: a guess costs a capture, never a
+        wrong replay."""
+        for divisor in FLOOR_DIVISORS:
+            offsets = list(range(divisor)) + sorted(range(-2 * divisor, 0), key=abs) + list(range(divisor, 2 * divisor))
+            for c in offsets:
+                for index, (d1, d2) in enumerate(zip(self.first, self.second)):
+                    q1, q2 = (d1 + c) // divisor, (d2 + c) // divisor
+                    if d1 == d2 or q1 <= 1 or q2 <= 1 or a % q1 or a // q1 * q2 != b:  # (q1 == q2: the extras decide)
+                        continue
+                    batch = Batch(a // q1, tuple(int(i == index) for i in range(len(self.first))), c, divisor)
+                    if fits(batch):
+                        return [batch]
+        return []
+
+    def merge(self, a, b, where: str, others: tuple = ()):
+        """a and b (the first and second capture's value at one place) as one structure, each differing int a
+        Batch; `others`: the value there in each `extra` capture (empty: none, or not followed here)."""
+        if others and len(others) != len(self.extra):
+            others = ()
         if type(a) is bool or type(b) is bool:
             if a != b:
                 raise NotGeneric(f"{where}: {a!r} vs {b!r}")
             return a
         if type(a) is int and type(b) is int:
-            if a == b:
+            if any(type(o) is not int for o in others):
+                others = ()
+            if a == b and all(o == a for o in others):
                 return a
-            found = self.explain(a, b)
+            found = self.explain(a, b, others)
             if len(found) == 1:
                 return found[0]
             if found:
@@ -167,16 +214,23 @@ class Sizes:
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
             if type(a) is not type(b) or len(a) != len(b):
                 raise NotGeneric(f"{where}: {a!r} vs {b!r}")
-            merged = [self.merge(x, y, where) for x, y in zip(a, b)]
+            if any(type(o) is not type(a) or len(o) != len(a) for o in others):
+                others = ()
+            merged = [self.merge(x, y, where, tuple(o[i] for o in others)) for i, (x, y) in enumerate(zip(a, b))]
             if hasattr(a, "_fields"):
                 return type(a)(*merged)
             return tuple(merged) if isinstance(a, tuple) else merged
         if isinstance(a, dict) and isinstance(b, dict):
             if list(a) != list(b):
                 raise NotGeneric(f"{where}: params {list(a)} vs {list(b)}")
-            return {key: self.merge(a[key], b[key], f"{where} {key}") for key in a}
+            if any(not isinstance(o, dict) or list(o) != list(a) for o in others):
+                others = ()
+            return {key: self.merge(a[key], b[key], f"{where} {key}", tuple(o[key] for o in others)) for key in a}
         if type(a) is slice and type(b) is slice:  # x[:, :T]: the bounds may be sizes
-            return slice(*self.merge((a.start, a.stop, a.step), (b.start, b.stop, b.step), where))
+            if any(type(o) is not slice for o in others):
+                others = ()
+            return slice(*self.merge((a.start, a.stop, a.step), (b.start, b.stop, b.step), where,
+                                     tuple((o.start, o.stop, o.step) for o in others)))
         if isinstance(a, float) and isinstance(b, float):
             if a != b and not (a != a and b != b):
                 raise NotGeneric(f"{where}: the literal {a!r} vs {b!r} depends on the size")
@@ -197,10 +251,11 @@ def batch_sizes(key1: tuple, key2: tuple, labels: list) -> Sizes:
     """The symbols, from the argument dims that differ between the two guard keys (shape-only misses): each
     is a new symbol unless one found before explains it (x: (B, 5) and y: (2*B, 5) give one symbol)."""
     sizes = Sizes((), ())
-    for label, a, b in zip(labels, key1, key2):
+    positions: list = []
+    for position, (label, a, b) in enumerate(zip(labels, key1, key2)):
         if not label.endswith(".shape") or a == b:
             continue
-        for x, y in zip(a, b):
+        for dim, (x, y) in enumerate(zip(a, b)):
             if x == y:
                 continue
             if min(x, y) <= 1:
@@ -211,9 +266,20 @@ def batch_sizes(key1: tuple, key2: tuple, labels: list) -> Sizes:
             if len(sizes.first) == len(NAMES):
                 raise NotGeneric(f"more than {len(NAMES)} sizes differ")
             sizes = Sizes(sizes.first + (x,), sizes.second + (y,), sizes.max_power)
+            positions.append((position, dim))
     if not sizes.first:
         raise NotGeneric("no argument dim differs")
+    sizes.positions = positions
     return sizes
+
+
+def sample_env(sizes: Sizes, key: tuple):
+    """The symbol values of another capture's guard key, read where batch_sizes found them (None if its
+    structure differs)."""
+    try:
+        return tuple(key[position][dim] for position, dim in sizes.positions)
+    except (IndexError, TypeError):
+        return None
 
 
 def key_pattern(key1: tuple, key2: tuple, labels: list, sizes: Sizes) -> tuple:
@@ -301,7 +367,7 @@ def _map_values(structure, position):
     return structure
 
 
-def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False) -> None:
+def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False, others: tuple = ()) -> None:
     """Annotate the new graph's values (symbolic_shape) and nodes (symbolic_params); NotGeneric if they differ
     in any other way than the batch size.  `symbolic_args`: the caller binds batch-dependent int operands
     itself (ember.export does); ember.compile's replay passes operands as captured, so for it they are
@@ -312,23 +378,29 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False) 
         raise NotGeneric(f"the captures have {len(old_rows)} and {len(new_rows)} nodes (size-dependent Python)")
     if old_mutations != new_mutations:
         raise NotGeneric("the in-place writes differ")
+    # `others`: signatures of more captures at `sizes.extra`; one that does not line up is not used
+    kept = [(env, other) for env, other in zip(sizes.extra, others) if len(other[0]) == len(new_rows)]
+    sizes.extra = tuple(env for env, _ in kept)
+    other_rows = [other[0] for _, other in kept]
     if is_symbolic(sizes.merge(old_output, new_output, "the output structure")):
         # a returned int such as x.shape[0]: the graph's output structure holds the captured number
         raise NotGeneric("a returned Python number depends on the size")
-    for old_row, new_row in zip(old_rows, new_rows):
+    for number, (old_row, new_row) in enumerate(zip(old_rows, new_rows)):
         node = new_row[0]
         where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
         if old_row[1:3] != new_row[1:3] or old_row[6:] != new_row[6:]:
             raise NotGeneric(f"{where}: a different op, external tensor or grad mode")
+        rows = [rows_[number] for rows_ in other_rows]
         if is_symbolic(sizes.merge(old_row[3], new_row[3], f"{where} arguments")) and not symbolic_args:
             # an int operand that is the batch size (x * x.shape[0]): the replay passes args as captured, so
             # such a graph would reuse one size's number for every size
             raise NotGeneric(f"{where}: a Python number operand depends on the batch size")
-        params = sizes.merge(old_row[4], new_row[4], f"{where} params")
+        params = sizes.merge(old_row[4], new_row[4], f"{where} params", tuple(row[4] for row in rows))
         if is_symbolic(params):
             node.symbolic_params = params
-        for value, old_shape in zip(node.results, old_row[5]):
-            shape = sizes.merge(tuple(old_shape), tuple(value.shape), f"{where} result shape")
+        for index, (value, old_shape) in enumerate(zip(node.results, old_row[5])):
+            shape = sizes.merge(tuple(old_shape), tuple(value.shape), f"{where} result shape",
+                                tuple(tuple(row[5][index]) for row in rows if index < len(row[5])))
             if is_symbolic(shape):
                 value.symbolic_shape = shape
 
@@ -383,4 +455,5 @@ def symbolic_shape(value) -> tuple:
 
 
 __all__ = ["Batch", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature", "batch_sizes",
+           "sample_env",
            "key_pattern", "match", "conforms", "batch_source", "symbolic_shape", "iter_values"]

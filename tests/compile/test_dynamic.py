@@ -372,3 +372,31 @@ def test_sizes_offset_from_a_symbol_are_generic():
         expected, expected_cache = decode(x, expected_cache, table)
         np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
     assert compiled.captures <= 3
+
+
+def test_strided_convolution_lengths_fit_one_size_generic_graph():
+    """A stride-2 convolution's output length is (T + c) // 2, not m * T: sizes take a floor-division form,
+    and a size where the first guess of c was wrong (two even sizes cannot tell T // 2 from (T + 1) // 2) is
+    fitted again with the earlier captures, after which odd and even lengths replay one graph (each new size
+    traced once to validate, as for every size-generic graph)."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(4, 8, 3, stride=2, padding=1), nn.GELU(),
+                          nn.Conv1d(8, 8, 3, stride=2, padding=1), nn.Flatten())
+    compiled = ember.compile(model)
+    inner = compiled._compiled
+
+    def check(length):
+        x = ember.randn(2, 4, length, requires_grad=True)
+        out = compiled(x)
+        np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+        out.sum().backward()
+
+    for length in (12, 14, 16, 13):
+        check(length)
+    graphs, generics = len(inner.cache), len(inner.generic)
+    for length in (15, 18, 20, 24, 17, 30, 21):
+        check(length)
+    assert inner.captures == 2 and len(inner.cache) == graphs and len(inner.generic) == generics
+    divisors = {dim.divisor for node in inner.generic[-1][1].compiled.graph.nodes for value in node.results
+                for dim in (value.symbolic_shape or ()) if hasattr(dim, "divisor")}
+    assert {2, 4} <= divisors  # (T + 1) // 2 after the first convolution, (T + 3) // 4 after the second
