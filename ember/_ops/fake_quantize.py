@@ -246,10 +246,11 @@ def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: T
     return fake_quantize_per_channel_affine_cachemask(input, scale, zero_point, axis, quant_min, quant_max)[0]
 
 
+from .fake_quantize_fused import fused_moving_avg_obs_fake_quant  # noqa: E402  (registers the fused op)
 from .fake_quantize_learnable import (  # noqa: E402  (registers the learnable ops; they build on the above)
     _fake_quantize_learnable_per_channel_affine,
     _fake_quantize_learnable_per_tensor_affine,
 )
 
 __all__ = ["_fake_quantize_learnable_per_channel_affine", "_fake_quantize_learnable_per_tensor_affine",
-           "fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine"]
+           "fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant"]

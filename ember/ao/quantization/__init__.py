@@ -1,7 +1,26 @@
-"""torch.ao.quantization: observers, qconfigs, stubs, static prepare/convert and quantize_dynamic
-(see docs/quantization.md)."""
+"""torch.ao.quantization: observers, fake quants, qconfigs, stubs, static prepare/convert, quantize_dynamic and
+quantization-aware training (prepare_qat); see docs/quantization.md."""
 
-from .fuse_modules import fuse_known_modules, fuse_modules  # noqa: F401
+from .fake_quantize import (  # noqa: F401
+    FakeQuantize,
+    FakeQuantizeBase,
+    FusedMovingAvgObsFakeQuantize,
+    default_dynamic_fake_quant,
+    default_fake_quant,
+    default_fused_act_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
+    default_histogram_fake_quant,
+    default_per_channel_weight_fake_quant,
+    default_weight_fake_quant,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+    fused_per_channel_wt_fake_quant_range_neg_127_to_127,
+    fused_wt_fake_quant_range_neg_127_to_127,
+)
+from .fuse_modules import fuse_known_modules, fuse_modules, fuse_modules_qat  # noqa: F401
 from .observer import (  # noqa: F401
     HistogramObserver,
     MinMaxObserver,
@@ -23,24 +42,35 @@ from .observer import (  # noqa: F401
 )
 from .qconfig import (  # noqa: F401
     QConfig,
+    default_activation_only_qconfig,
+    default_dynamic_qat_qconfig,
     default_dynamic_qconfig,
     default_per_channel_qconfig,
+    default_per_channel_symmetric_qnnpack_qat_qconfig,
     default_per_channel_symmetric_qnnpack_qconfig,
+    default_qat_qconfig,
+    default_qat_qconfig_v2,
     default_qconfig,
     default_quint8_weight_qconfig,
+    default_symmetric_qnnpack_qat_qconfig,
     default_symmetric_qnnpack_qconfig,
+    default_weight_only_qconfig,
     float_qparams_weight_only_qconfig,
+    get_default_qat_qconfig,
     get_default_qconfig,
     per_channel_dynamic_qconfig,
 )
 from .quantize import (  # noqa: F401
     convert,
     get_default_dynamic_quant_module_mappings,
+    get_default_qat_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
     prepare,
+    prepare_qat,
     propagate_qconfig_,
     quantize,
     quantize_dynamic,
+    quantize_qat,
 )
 from .stubs import DeQuantStub, QuantStub, QuantWrapper  # noqa: F401

@@ -287,6 +287,21 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         """(scales, zero_points), one per channel."""
         return self._calculate_qparams(self.min_val, self.max_val)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # min_val / max_val are empty until data is seen: take the saved shape first (torch's rule); before
+        # version 3 they were saved as min_vals / max_vals
+        version = local_metadata.get("version", None)
+        names = ("min_vals", "max_vals") if version is not None and version < 3 else ("min_val", "max_val")
+        for name, buffer in zip(names, (self.min_val, self.max_val)):
+            key = prefix + name
+            if key in state_dict:
+                buffer.resize_(state_dict[key].shape)
+            elif strict:
+                missing_keys.append(key)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def reset_min_max_vals(self) -> None:
         """Forget what was observed (empty per-channel min and max, as before any data)."""
         self.min_val = torch.empty(0)

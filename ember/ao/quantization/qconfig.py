@@ -8,9 +8,23 @@ from collections import namedtuple
 
 import ember as torch
 
+from .fake_quantize import (
+    FakeQuantize,
+    FusedMovingAvgObsFakeQuantize,
+    default_dynamic_fake_quant,
+    default_fake_quant,
+    default_fused_act_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
+    default_per_channel_weight_fake_quant,
+    default_weight_fake_quant,
+    fused_per_channel_wt_fake_quant_range_neg_127_to_127,
+    fused_wt_fake_quant_range_neg_127_to_127,
+)
 from .observer import (
     HistogramObserver,
     MinMaxObserver,
+    MovingAverageMinMaxObserver,
     default_dynamic_quant_observer,
     default_float_qparams_observer,
     default_observer,
@@ -25,6 +39,9 @@ __all__ = [
     "QConfig", "default_qconfig", "default_per_channel_qconfig", "default_dynamic_qconfig",
     "per_channel_dynamic_qconfig", "float_qparams_weight_only_qconfig", "default_quint8_weight_qconfig",
     "default_symmetric_qnnpack_qconfig", "default_per_channel_symmetric_qnnpack_qconfig", "get_default_qconfig",
+    "default_qat_qconfig", "default_dynamic_qat_qconfig", "default_qat_qconfig_v2", "default_weight_only_qconfig",
+    "default_activation_only_qconfig", "default_symmetric_qnnpack_qat_qconfig",
+    "default_per_channel_symmetric_qnnpack_qat_qconfig", "get_default_qat_qconfig",
 ]
 
 
@@ -85,3 +102,51 @@ def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
                       "without Vector Neural Network Instruction support.", stacklevel=2)
     return QConfig(activation=HistogramObserver.with_args(reduce_range=False),
                    weight=default_per_channel_weight_observer)
+
+
+# ---------------------------------------------------------------- quantization-aware training
+
+default_qat_qconfig = QConfig(activation=default_fake_quant, weight=default_weight_fake_quant)
+default_dynamic_qat_qconfig = QConfig(activation=default_dynamic_fake_quant, weight=default_weight_fake_quant)
+default_weight_only_qconfig = QConfig(activation=torch.nn.Identity, weight=default_weight_fake_quant)
+default_activation_only_qconfig = QConfig(activation=default_fake_quant, weight=torch.nn.Identity)
+# the fused observer + fake quant modules (one op per call)
+default_qat_qconfig_v2 = QConfig(activation=default_fused_act_fake_quant, weight=default_fused_wt_fake_quant)
+default_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=FusedMovingAvgObsFakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128,
+                                                       quant_max=127, dtype=torch.qint8, reduce_range=False,
+                                                       eps=2**-12),
+    weight=fused_wt_fake_quant_range_neg_127_to_127)
+default_per_channel_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=FusedMovingAvgObsFakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128,
+                                                       quant_max=127, dtype=torch.qint8, reduce_range=False,
+                                                       eps=2**-12),
+    weight=fused_per_channel_wt_fake_quant_range_neg_127_to_127)
+
+
+def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
+    """torch's default quantization-aware-training qconfig for a backend: moving-average min/max fake quant on
+    activations (quint8 [0, 255], reduce_range on x86 and fbgemm) and symmetric qint8 weights, per channel
+    except on qnnpack.  Version 1 (the default) uses the fused FusedMovingAvgObsFakeQuantize, version 0
+    FakeQuantize.
+
+    Args:
+        backend: "x86" (default), "fbgemm", "qnnpack" or "onednn".
+        version: 0 or 1.
+    """
+    if backend not in _SUPPORTED_BACKENDS:
+        raise AssertionError(f"backend: {backend} not supported. backend must be one of {_SUPPORTED_BACKENDS}")
+    if version not in (0, 1):
+        raise AssertionError(f"Version number: {version}in get_default_qat_qconfig is not supported. Version number "
+                             "must be 0 or 1")
+    fake_quant = FakeQuantize if version == 0 else FusedMovingAvgObsFakeQuantize
+    if version == 0:
+        per_channel, per_tensor = default_per_channel_weight_fake_quant, default_weight_fake_quant
+    else:
+        per_channel, per_tensor = default_fused_per_channel_wt_fake_quant, default_fused_wt_fake_quant
+    if backend == "onednn":
+        activation = fake_quant.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255)
+    else:
+        activation = fake_quant.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+                                          reduce_range=backend != "qnnpack")
+    return QConfig(activation=activation, weight=per_tensor if backend == "qnnpack" else per_channel)

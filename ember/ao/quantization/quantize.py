@@ -12,9 +12,12 @@ import ember as torch
 
 from ... import nn
 from ..nn import intrinsic as nni
+from ..nn import qat as nnqat
 from ..nn import quantized as nnq
+from ..nn.intrinsic import qat as nniqat
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
+from .fake_quantize import FakeQuantizeBase
 from .observer import ObserverBase
 from .qconfig import QConfig, default_dynamic_qconfig
 from .stubs import DeQuantStub, QuantStub
@@ -22,6 +25,7 @@ from .stubs import DeQuantStub, QuantStub
 __all__ = [
     "quantize_dynamic", "get_default_dynamic_quant_module_mappings", "get_default_static_quant_module_mappings",
     "get_default_qconfig_propagation_list", "propagate_qconfig_", "prepare", "convert", "quantize",
+    "get_default_qat_module_mappings", "prepare_qat", "quantize_qat",
 ]
 
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {nn.Linear: nnqd.Linear}
@@ -38,11 +42,30 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     nnq.FloatFunctional: nnq.QFunctional,
     nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.LinearReLU: nniq.LinearReLU,
+    # quantization-aware training modules (a conv + bn converts with the bn folded into the weight)
+    nnqat.Linear: nnq.Linear,
+    nnqat.Conv2d: nnq.Conv2d,
+    nniqat.ConvBn2d: nnq.Conv2d,
+    nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
+    nniqat.ConvReLU2d: nniq.ConvReLU2d,
+    nniqat.LinearReLU: nniq.LinearReLU,
+}
+
+# float module -> QAT module (torch's DEFAULT_QAT_MODULE_MAPPINGS, restricted to what ember has)
+DEFAULT_QAT_MODULE_MAPPINGS = {
+    nn.Conv2d: nnqat.Conv2d,
+    nn.Conv3d: nnqat.Conv3d,
+    nn.Linear: nnqat.Linear,
+    nni.ConvBn2d: nniqat.ConvBn2d,
+    nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
+    nni.ConvReLU2d: nniqat.ConvReLU2d,
+    nni.LinearReLU: nniqat.LinearReLU,
 }
 
 # the modules whose output prepare observes: torch's static mapping keys (ReLU is not one: its output keeps
 # its input's scale and zero point).  A fused module (fuse_modules) is observed as one layer, not its parts.
-_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d, nn.BatchNorm2d, nni.ConvReLU2d, nni.LinearReLU)
+_OBSERVED_MODULES = (QuantStub, DeQuantStub, nn.Linear, nn.Conv2d, nn.BatchNorm2d, nni.ConvReLU2d, nni.LinearReLU,
+                     *DEFAULT_QAT_MODULE_MAPPINGS)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -54,6 +77,11 @@ def get_default_static_quant_module_mappings() -> dict:
     """Float module class -> statically quantized class: the stubs, Linear, Conv2d, BatchNorm2d, FloatFunctional
     and the fused modules."""
     return dict(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_qat_module_mappings() -> dict:
+    """Float module class -> quantization-aware-training class (Linear, Conv2d/3d and the fused modules)."""
+    return dict(DEFAULT_QAT_MODULE_MAPPINGS)
 
 
 def get_default_qconfig_propagation_list() -> set:
@@ -79,25 +107,50 @@ def _observer_forward_hook(self: nn.Module, input: Any, output: Any) -> Any:
     return self.activation_post_process(output)
 
 
-def _add_observer_(module: nn.Module, propagation_list: set) -> None:
-    """Attach `activation_post_process` (the qconfig's activation observer) to every leaf module of an
-    observed type, and a forward hook that feeds it the module's output.  DeQuantStub gets none; a
-    FloatFunctional's Identity is replaced by the observer, which its methods call."""
-    if isinstance(module, (nnq.FloatFunctional, nnq.QFunctional)):
-        # no hook: FloatFunctional's methods run their result through activation_post_process themselves
-        if getattr(module, "qconfig", None) is not None:
-            module.activation_post_process = module.qconfig.activation()
-        return
-    fused = isinstance(module, nni._FusedModule)
-    if not fused:
-        for child in module.children():
-            _add_observer_(child, propagation_list)
-    is_leaf = fused or not any(True for _ in module.children())
-    qconfig = getattr(module, "qconfig", None)
-    if (is_leaf and type(module) in propagation_list and qconfig is not None
-            and not isinstance(module, DeQuantStub) and (fused or not isinstance(module, nn.Sequential))):
-        module.add_module("activation_post_process", qconfig.activation())
-        module.register_forward_hook(_observer_forward_hook)
+def _insert_activation_post_process(module: nn.Module) -> None:
+    """Give `module` the qconfig's activation observer (or fake quant) as `activation_post_process` and a forward
+    hook that feeds it the module's output; DeQuantStub and modules without a qconfig get none."""
+    if getattr(module, "qconfig", None) is not None and not isinstance(module, DeQuantStub):
+        module.add_module("activation_post_process", module.qconfig.activation())
+        if _activation_is_memoryless(module.qconfig):  # dynamic QAT: the input is observed, before the forward
+            module.register_forward_pre_hook(_observer_forward_pre_hook)
+        else:
+            module.register_forward_hook(_observer_forward_hook)
+
+
+def _observer_forward_pre_hook(self: nn.Module, input: Any) -> Any:
+    """Runs the module's input through its activation observer (memoryless observers, dynamic QAT)."""
+    return self.activation_post_process(input[0])
+
+
+def _activation_is_memoryless(qconfig: QConfig) -> bool:
+    """A fake-quant activation whose observer is a moving average with averaging constant 1 (torch's rule)."""
+    activation = qconfig.activation()
+    observer = getattr(activation, "activation_post_process", None)
+    return isinstance(activation, FakeQuantizeBase) and getattr(observer, "averaging_constant", None) == 1
+
+
+def _add_observer_(module: nn.Module, propagation_list: set, non_leaf_module_list: set | None = None) -> None:
+    """Attach `activation_post_process` to every leaf module of an observed type, every fused module and every
+    module whose type is in `non_leaf_module_list` (the QAT modules, whose children are their own fake quants),
+    as torch's _add_observer_.  A FloatFunctional's Identity is replaced by the observer, which its methods
+    call."""
+    for child in module.children():
+        if type(child) is nn.Dropout:
+            continue
+        if isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
+            # no hook: FloatFunctional's methods run their result through activation_post_process themselves
+            if getattr(child, "qconfig", None) is not None:
+                child.activation_post_process = child.qconfig.activation()
+        elif isinstance(child, nni._FusedModule):  # observed as one layer, its parts are not
+            _insert_activation_post_process(child)
+        elif non_leaf_module_list is not None and type(child) in non_leaf_module_list:
+            _insert_activation_post_process(child)
+        else:
+            _add_observer_(child, propagation_list, non_leaf_module_list)
+    is_leaf = not any(True for _ in module.children())
+    if is_leaf and not isinstance(module, nn.Sequential) and type(module) in propagation_list:
+        _insert_activation_post_process(module)
 
 
 def prepare(model: nn.Module, inplace: bool = False, allow_list: set | None = None,
@@ -113,7 +166,7 @@ def prepare(model: nn.Module, inplace: bool = False, allow_list: set | None = No
         warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct configuration "
                       "through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules",
                       stacklevel=2)
-    _add_observer_(model, propagation_list)
+    _add_observer_(model, propagation_list, observer_non_leaf_module_list)
     return model
 
 
@@ -141,7 +194,15 @@ def _convert(module: nn.Module, mapping: dict) -> None:
         if not isinstance(child, nni._FusedModule):  # a fused module converts as one (torch's rule)
             _convert(child, mapping)
         if type(child) in mapping and getattr(child, "qconfig", None) is not None:
-            setattr(module, name, mapping[type(child)].from_float(child))
+            new = mapping[type(child)].from_float(child)
+            # hooks other than the observer's go with the module (torch's swap_module)
+            for hook in child._forward_pre_hooks.values():
+                if hook is not _observer_forward_pre_hook:
+                    new.register_forward_pre_hook(hook)
+            for hook in child._forward_hooks.values():
+                if hook is not _observer_forward_hook:
+                    new.register_forward_hook(hook)
+            setattr(module, name, new)
 
 
 def _remove_qconfig(module: nn.Module) -> None:
@@ -149,12 +210,16 @@ def _remove_qconfig(module: nn.Module) -> None:
         _remove_qconfig(child)
     if "qconfig" in module.__dict__:
         del module.qconfig
-    # only observers go (a QFunctional's own Identity stays), as torch's _remove_activation_post_process
-    if isinstance(module._modules.get("activation_post_process"), ObserverBase):
+    # only observers and fake quants go (a QFunctional's own Identity stays), as torch's
+    # _remove_activation_post_process
+    if isinstance(module._modules.get("activation_post_process"), (ObserverBase, FakeQuantizeBase)):
         del module._modules["activation_post_process"]
         for key, hook in list(module._forward_hooks.items()):
             if hook is _observer_forward_hook:
                 del module._forward_hooks[key]
+        for key, hook in list(module._forward_pre_hooks.items()):
+            if hook is _observer_forward_pre_hook:
+                del module._forward_pre_hooks[key]
 
 
 def quantize(model: nn.Module, run_fn: Callable, run_args: Any, mapping: dict | None = None,
@@ -169,6 +234,35 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any, mapping: dict | 
     prepare(model, inplace=True)
     run_fn(model, *run_args)
     convert(model, mapping, inplace=True)
+    return model
+
+
+def prepare_qat(model: nn.Module, mapping: dict | None = None, inplace: bool = False) -> nn.Module:
+    """Prepare a model for quantization-aware training: propagate `qconfig`, swap each float module with a
+    qconfig for its QAT form (`mapping`, default `get_default_qat_module_mappings()`: weights through the
+    qconfig's weight fake quant) and attach the activation fake quants.  The model must be in training mode.
+
+    Train the result, then `convert` it (after `model.eval()`)."""
+    if not model.training:
+        raise AssertionError("prepare_qat only works on models in training mode")
+    if mapping is None:
+        mapping = get_default_qat_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagate_qconfig_(model)
+    convert(model, mapping=mapping, inplace=True, remove_qconfig=False)
+    prepare(model, observer_non_leaf_module_list=set(mapping.values()), inplace=True)
+    return model
+
+
+def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any, inplace: bool = False) -> nn.Module:
+    """Quantization-aware training in one call: prepare_qat, run_fn(model, *run_args) to train, convert."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.train()
+    prepare_qat(model, inplace=True)
+    run_fn(model, *run_args)
+    convert(model, inplace=True)
     return model
 
 

@@ -1,4 +1,5 @@
-"""torch.ao.nn.intrinsic: float modules that stand for a fused sequence (conv + relu, linear + relu), made by
+"""torch.ao.nn.intrinsic: float modules that stand for a fused sequence (conv + relu, linear + relu, and for
+quantization-aware training conv + bn (+ relu)), made by
 `ember.ao.quantization.fuse_modules` so that static quantization treats the pair as one layer: one observer on
 the pair's output, one quantized kernel with the relu in its requantization clamp."""
 
@@ -29,4 +30,22 @@ class LinearReLU(_FusedModule):
         super().__init__(linear, relu)
 
 
-__all__ = ["ConvReLU2d", "LinearReLU"]
+class ConvBn2d(_FusedModule):
+    """Conv2d followed by BatchNorm2d, for quantization-aware training (ember.ao.nn.intrinsic.qat.ConvBn2d)."""
+
+    def __init__(self, conv: nn.Module, bn: nn.Module) -> None:
+        if type(conv) is not nn.Conv2d or type(bn) is not nn.BatchNorm2d:
+            raise AssertionError(f"Incorrect types for input modules{type(conv)}{type(bn)}")
+        super().__init__(conv, bn)
+
+
+class ConvBnReLU2d(_FusedModule):
+    """Conv2d, BatchNorm2d and ReLU, for quantization-aware training (ember.ao.nn.intrinsic.qat.ConvBnReLU2d)."""
+
+    def __init__(self, conv: nn.Module, bn: nn.Module, relu: nn.Module) -> None:
+        if type(conv) is not nn.Conv2d or type(bn) is not nn.BatchNorm2d or type(relu) is not nn.ReLU:
+            raise AssertionError(f"Incorrect types for input modules{type(conv)}{type(bn)}{type(relu)}")
+        super().__init__(conv, bn, relu)
+
+
+__all__ = ["ConvBn2d", "ConvBnReLU2d", "ConvReLU2d", "LinearReLU"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ember import nn
 from ember._ops.quantized_static import quantized_conv2d, quantized_linear
 from ember._tensor import Tensor
+from ember.nn.utils.fusion import fuse_conv_bn_weights
 
 from ... import intrinsic as nni
 from ...quantized.modules import conv as nnq_conv
@@ -15,6 +16,16 @@ from ...quantized.modules import linear as nnq_linear
 def _from_fused(cls, base, fused: nn.Module):
     """`base.from_float` of the fused module's first module, given the pair's qconfig and output observer,
     as a `cls` (the quantized module whose forward folds the relu into its clamp)."""
+    if hasattr(fused, "weight_fake_quant"):  # a QAT module converts as a whole
+        from ember.ao.nn.intrinsic import qat as nniqat
+
+        if type(fused) is nniqat.ConvBnReLU2d:  # the bn folded into the weight and bias (running statistics)
+            fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, fused.bn.running_mean,
+                                                            fused.bn.running_var, fused.bn.eps, fused.bn.weight,
+                                                            fused.bn.bias)
+        quantized = base.from_float(fused)
+        quantized.__class__ = cls
+        return quantized
     if type(fused) is not cls._FUSED:
         raise AssertionError(f"nniq.{cls.__name__}.from_float only works for {cls._FUSED.__name__}")
     inner = fused[0]

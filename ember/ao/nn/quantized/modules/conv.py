@@ -10,6 +10,7 @@ import ember as torch
 from ember import nn
 from ember._ops.quantized_static import quantized_conv2d
 from ember._tensor import Tensor
+from ember.nn.utils.fusion import fuse_conv_bn_weights
 
 from .linear import quantize_weight
 from .utils import OutputQParams
@@ -95,15 +96,28 @@ class Conv2d(OutputQParams):
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Conv2d:
-        """A float nn.Conv2d observed by `prepare`: weight by its qconfig's weight observer, output qparams
-        from its activation observer (torch's _ConvNd.get_qconv)."""
-        if type(mod) is not cls._FLOAT_MODULE:
-            raise AssertionError(f"nnq.{cls.__name__}.from_float only works for {cls._FLOAT_MODULE.__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise AssertionError("Input float module must have qconfig defined.")
+        """A float nn.Conv2d observed by `prepare` (weight by its qconfig's weight observer) or a QAT conv (by
+        its `weight_fake_quant`; a ConvBn2d's bn folded into the weight first); output qparams from its
+        activation observer or fake quant (torch's _ConvNd.from_float and get_qconv)."""
+        if hasattr(mod, "weight_fake_quant"):  # a QAT module
+            from ember.ao.nn.intrinsic import qat as nniqat
+
+            if type(mod) is nniqat.ConvBn2d:  # the bn folded into the weight and bias (running statistics)
+                mod.weight, mod.bias = fuse_conv_bn_weights(mod.weight, mod.bias, mod.bn.running_mean,
+                                                            mod.bn.running_var, mod.bn.eps, mod.bn.weight,
+                                                            mod.bn.bias)
+            if not hasattr(mod, "activation_post_process"):
+                raise AssertionError("Input QAT module must have observer attached")
+            weight_post_process = mod.weight_fake_quant
+        else:
+            if type(mod) is not cls._FLOAT_MODULE:
+                raise AssertionError(f"nnq.{cls.__name__}.from_float only works for {cls._FLOAT_MODULE.__name__}")
+            if not hasattr(mod, "qconfig"):
+                raise AssertionError("Input float module must have qconfig defined.")
+            weight_post_process = mod.qconfig.weight()
         activation_post_process = getattr(mod, "activation_post_process", None)
-        weight_post_process = mod.qconfig.weight()
-        weight_post_process(mod.weight)
+        if not use_precomputed_fake_quant:
+            weight_post_process(mod.weight)
         if weight_post_process.dtype != torch.qint8:
             raise AssertionError("Weight observer must have a dtype of qint8")
         qweight = quantize_weight(mod.weight.detach().float(), weight_post_process)

@@ -102,15 +102,21 @@ class Linear(OutputQParams):
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Linear:
-        """A float nn.Linear observed by `prepare`: weight quantized by its qconfig's weight observer, output
-        scale and zero point from its activation observer."""
-        if type(mod) not in cls._FLOAT_MODULE:
-            raise AssertionError(f"nnq.{cls.__name__}.from_float only works for {cls._FLOAT_MODULE[0].__name__}")
-        if not hasattr(mod, "qconfig"):
-            raise AssertionError("Input float module must have qconfig defined")
+        """A float nn.Linear observed by `prepare` (weight quantized by its qconfig's weight observer) or a QAT
+        Linear (by its `weight_fake_quant`, run once more on the weight as torch does); output scale and zero
+        point from its activation observer or fake quant."""
+        if hasattr(mod, "weight_fake_quant"):  # a QAT module: its own weight fake quant gives the qparams
+            weight_post_process = mod.weight_fake_quant
+        else:
+            if type(mod) not in cls._FLOAT_MODULE:
+                raise AssertionError(f"nnq.{cls.__name__}.from_float only works for "
+                                     f"{cls._FLOAT_MODULE[0].__name__}")
+            if not hasattr(mod, "qconfig"):
+                raise AssertionError("Input float module must have qconfig defined")
+            weight_post_process = mod.qconfig.weight()
         activation_post_process = mod.activation_post_process
-        weight_post_process = mod.qconfig.weight()
-        weight_post_process(mod.weight)
+        if not use_precomputed_fake_quant:
+            weight_post_process(mod.weight)
         dtype = weight_post_process.dtype
         if dtype != torch.qint8:
             raise AssertionError("Weight observer must have dtype torch.qint8")
