@@ -73,14 +73,17 @@ def lerp(input, end, weight, *, out=None) -> Tensor:
 
 def _addcmul_backward(ctx, g):
     _, t1, t2 = ctx.inputs
+    _, need_t1, need_t2 = ctx.needs_input_grad
     value = ctx.params.get("value", 1)
-    return g, g * _conj(t2 * value), g * _conj(t1 * value)
+    return g, (g * _conj(t2 * value) if need_t1 else None), (g * _conj(t1 * value) if need_t2 else None)
 
 
 def _addcdiv_backward(ctx, g):
     _, t1, t2 = ctx.inputs
+    _, need_t1, need_t2 = ctx.needs_input_grad
     value = ctx.params.get("value", 1)
-    return g, g * _conj(value / t2), -g * _conj(value * t1 / t2.square())
+    return (g, (g * _conj(value / t2) if need_t1 else None),
+            (-g * _conj(value * t1 / t2.square()) if need_t2 else None))
 
 
 def _addcmul_impl(xp, a, t1, t2, value=1, out=None):
@@ -114,6 +117,11 @@ def _addcdiv_out(xp, out, a, t1, t2, value=1):
 _ADDCMUL = pointwise("addcmul", _addcmul_impl, _addcmul_backward, out_impl=_addcmul_out)
 _ADDCDIV = pointwise("addcdiv", lambda xp, a, t1, t2, value=1: a + value * t1 / t2, _addcdiv_backward,
                      out_impl=_addcdiv_out)
+# as torch's AddcmulBackward0 / AddcdivBackward0: only the operands a needed gradient reads are saved, so an
+# in-place write to the others afterwards (an optimizer's state, the next step) stays legal; AddcdivBackward0
+# keeps the divisor whenever it runs at all, so writing to that stays an error, as in torch
+_ADDCMUL.grad_reads = ((), (2,), (1,))
+_ADDCDIV.grad_reads = ((2,), (2,), (1, 2))
 
 
 @export(inplace=True)
@@ -127,7 +135,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None) -> Tensor:
     """input + value * tensor1 / tensor2 (integer division is an error, as in torch)."""
     if tensor1._dtype.category < 2 and tensor2._dtype.category < 2:
         raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+            # torch's message has two spaces after "future"
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
             "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
             "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
             "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "

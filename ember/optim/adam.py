@@ -138,6 +138,9 @@ class Adam(GroupwiseOptimizer):
         if group["amsgrad"]:
             second_moment = maximum_(state["max_exp_avg_sq"], exp_avg_sqs)
         eps = group["eps"]
+        if group["differentiable"]:
+            _adam_differentiable_update(params, exp_avgs, second_moment, steps, lr, beta1, beta2, eps)
+            return
 
         def apply_update(param, exp_avg, second, correction, step_size):
             denom = second.sqrt().div_(correction).add_(eps)  # one tensor's temporary at a time (`each`)
@@ -147,6 +150,20 @@ class Adam(GroupwiseOptimizer):
                 param.addcdiv_(exp_avg, denom, value=step_size)
 
         each(apply_update, params, exp_avgs, second_moment, bias_correction2_sqrt, step_sizes)
+
+
+def _adam_differentiable_update(params, exp_avgs, second_moments, steps, lr, beta1, beta2, eps) -> None:
+    """torch's differentiable (= capturable) Adam update: the bias corrections are tensor ops of each step
+    counter (so they round in its dtype), the denominator is built out of place and addcdiv is given a copy of
+    exp_avg, so that autograd keeps what the next step's in-place updates of the state overwrite."""
+
+    def update(param, exp_avg, second, step):
+        step_size_neg = -(lr / (1 - beta1**step))
+        bias_correction2_sqrt = (1 - beta2**step).sqrt()
+        denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+        param.addcdiv_(exp_avg.clone(), denom)
+
+    each(update, params, exp_avgs, second_moments, steps)
 
 
 class AdamW(Adam):
@@ -205,6 +222,7 @@ class NAdam(GroupwiseOptimizer):
     r"""Adam with Nesterov momentum (Dozat), as torch.optim.NAdam (lr 2e-3, momentum_decay 4e-3)."""
 
     _scalar_state_keys = ("step", "mu_product")
+    _capturable_check = ("params, mu_products and state_steps", "params, mu_products, and state_steps", True, False)
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -247,6 +265,16 @@ class NAdam(GroupwiseOptimizer):
         mu_products.mul_(mus)
         exp_avgs.lerp_(grads, 1 - beta1)
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
+        if group["differentiable"]:
+            # torch's differentiable path: the scales are tensor ops of mu_product (rounding in its dtype), and
+            # addcdiv gets new tensors, so autograd keeps what the next step's in-place updates overwrite
+            def update(param, grad, exp_avg, exp_avg_sq, bc2, mu, mu_next, mu_product):
+                denom = exp_avg_sq.div(bc2).sqrt().add(group["eps"])
+                param.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+                param.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product * mu_next)), denom)
+
+            each(update, params, grads, exp_avgs, exp_avg_sqs, bias_correction2, mus, mus_next, mu_products)
+            return
         denom = exp_avg_sqs.div(bias_correction2).sqrt_().add_(group["eps"])
         products = mu_products.items()
         grad_scales = [value_of(-lr * (1.0 - mu) / (1.0 - product)) for mu, product in zip(mus, products)]

@@ -49,6 +49,7 @@ class RMSprop(GroupwiseOptimizer):
         centered (bool): normalise by the estimated variance of the gradient (default: False).
     """
 
+    _capturable_check = ("params and state_steps", "params and state_steps", True, True)
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False) -> None:
@@ -138,7 +139,8 @@ class Adagrad(GroupwiseOptimizer):
 
     def _initialize(self, p, state, group) -> None:
         state["step"] = scalar_tensor(0.0, get_scalar_dtype(group["fused"]), p.device if group["fused"] else None)
-        state["sum"] = full_like(p, self.defaults["initial_accumulator_value"])
+        value = self.defaults["initial_accumulator_value"]
+        state["sum"] = full_like(p, complex(value, value) if p.is_complex() else value)
 
     _sparse_grads = True  # sparse gradients take torch's sparse path, entry by entry (_sparse_adagrad)
 
@@ -194,6 +196,7 @@ class Adadelta(GroupwiseOptimizer):
         weight_decay (float): L2 penalty (default: 0).
     """
 
+    _capturable_check = ("params and state_steps", "params and state_steps", False, False)
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False) -> None:
@@ -240,6 +243,7 @@ class Rprop(GroupwiseOptimizer):
         step_sizes (tuple[float, float]): minimal and maximal step sizes (default: (1e-6, 50)).
     """
 
+    _capturable_check = ("params and state_steps", "params and state_steps", True, True)
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False) -> None:
@@ -258,7 +262,9 @@ class Rprop(GroupwiseOptimizer):
     def _initialize(self, p, state, group) -> None:
         state["step"] = self._step_tensor(p, group)
         state["prev"] = zeros_like(p)
-        state["step_size"] = full_like(p.grad, value_of(to_scalar(group["lr"])))
+        lr = value_of(to_scalar(group["lr"]))
+        # a complex param is two independent reals, so the imaginary part gets a step size too (torch's rule)
+        state["step_size"] = full_like(p.grad, complex(lr, lr) if p.is_complex() else lr)
 
     @staticmethod
     def _update(group, params, grads, state) -> None:
@@ -268,7 +274,8 @@ class Rprop(GroupwiseOptimizer):
         state["step"].add_(1)
         if group["maximize"]:
             grads = grads.neg()
-        sign = grads.mul(prevs).sign()
+        # differentiable: mul saves a copy of prev, which copy_ below overwrites (torch's differentiable path)
+        sign = grads.mul(prevs.clone() if group["differentiable"] else prevs).sign()
         # a sign change shrinks the step and skips the update; same sign grows it; a zero keeps it
         factor = where_(sign.gt(0), etaplus, where_(sign.lt(0), etaminus, where_(sign.eq(0), 1, sign)))
         step_sizes.mul_(factor).clamp_(step_size_min, step_size_max)

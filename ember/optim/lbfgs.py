@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import cat, zeros
 from .._autograd.grad_mode import enable_grad, no_grad
 from .._tensor import Tensor
-from .optimizer import Optimizer, check_real, to_scalar, value_of
+from .optimizer import Optimizer, real_view, to_scalar, value_of
 
 __all__ = ["LBFGS"]
 
@@ -154,13 +154,11 @@ class LBFGS(Optimizer):
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
-        for p in self._params:
-            check_real(p, "LBFGS")
         self._numel_cache = None
 
     def _numel(self) -> int:
         if self._numel_cache is None:
-            self._numel_cache = sum(p.numel() for p in self._params)
+            self._numel_cache = sum(2 * p.numel() if p.is_complex() else p.numel() for p in self._params)
         return self._numel_cache
 
     def _gather_flat_grad(self) -> Tensor:
@@ -169,13 +167,14 @@ class LBFGS(Optimizer):
             if p.grad is None:
                 views.append(zeros(p.numel(), dtype=p.dtype, device=p.device))
             else:
-                views.append(p.grad.reshape(-1))
+                views.append(real_view(p.grad).reshape(-1))
         return cat(views, 0)
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
         step_size = value_of(step_size)
         for p in self._params:
+            p = real_view(p)
             numel = p.numel()
             p.add_(update[offset : offset + numel].view_as(p), alpha=step_size)
             offset += numel

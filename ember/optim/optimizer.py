@@ -117,10 +117,14 @@ def check_fused_param(param: Tensor) -> None:
         )
 
 
-def check_real(param: Tensor, name: str) -> None:
-    """torch runs complex params through view_as_real; ember has no view_as_real yet, so say so plainly."""
-    if param.is_complex():
-        raise NotImplementedError(f"{name}: complex parameters are not supported by ember.optim yet")
+def real_view(t: Tensor) -> Tensor:
+    """torch's optimizers update a complex tensor (param, grad or same-shaped state) through view_as_real: the
+    real and imaginary parts as two independent real numbers.  0-d scalar state and real tensors pass as they are."""
+    if t.is_complex():
+        from .. import view_as_real
+
+        return view_as_real(t)
+    return t
 
 
 def reject_complex(group: dict, name: str) -> None:
@@ -196,6 +200,9 @@ class Optimizer:
                 # graph (only `ember.compile(opt.step)` passes them as inputs and guards the hyperparameters)
                 _dispatch.capture_break("optimizer.step() called inside a compiled function (compile "
                                         "optimizer.step itself to capture it)")
+            # as torch's profile_hook_step: the hooks see the bound call's whole args, self first, and a pre hook's
+            # new args replace them all (self included)
+            args = (self, *args)
             for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
                 result = pre_hook(self, args, kwargs)
                 if result is not None:
@@ -207,7 +214,7 @@ class Optimizer:
                         )
             self._in_hooked_step = True
             try:
-                out = step(self, *args, **kwargs)
+                out = step(*args, **kwargs)
             finally:
                 self._in_hooked_step = False
             for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
@@ -536,16 +543,15 @@ class Optimizer:
                 continue
             if p.grad.is_sparse and not self._sparse_grads:
                 raise RuntimeError(self._sparse_grad_error)
-            check_real(p, name)
-            params.append(p)
-            grads.append(p.grad)
+            params.append(real_view(p))
+            grads.append(real_view(p.grad))
             state = self.state[p]
             if len(state) == 0:
                 if group.get("fused"):
                     check_fused_param(p)
                 initialize(p, state, group)
             for key in keys:
-                states[key].append(state[key])
+                states[key].append(real_view(state[key]))
         return params, grads, states
 
     @staticmethod
@@ -574,12 +580,33 @@ class GroupwiseOptimizer(Optimizer):
     def _check_group(self, group, params) -> None:
         """Per-algorithm argument checks that need the gathered params (none by default)."""
 
+    # torch's capturable device check: (what the single-tensor / foreach message names, and whether each lists
+    # 'xla' among the supported devices)
+    _capturable_check = ("params and state_steps", "params and state_steps", True, False)
+
+    def _check_capturable(self, group, params) -> None:
+        """capturable=True needs every param on an accelerator (torch's AssertionError on the CPU); ember.compile
+        captures the step itself, so the check is skipped there, as under torch.compile."""
+        if not group.get("capturable") or not params or all(p.device.type == "cuda" for p in params):
+            return
+        from ..compiler import is_compiling
+
+        if is_compiling():
+            return
+        single, multi, single_xla, multi_xla = self._capturable_check
+        foreach = bool(group.get("foreach"))
+        devices = ["cuda", "xpu", "hpu", "privateuseone"] + (["xla"] if (multi_xla if foreach else single_xla) else [])
+        raise AssertionError(
+            f"If capturable=True, {multi if foreach else single} must be on supported devices: {devices}."
+        )
+
     @use_grad_for_differentiable
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             params, grads, state = self._gather(group, self._initialize, self._keys(group), type(self).__name__)
+            self._check_capturable(group, params)
             self._check_group(group, params)
             if params:
                 self._update(group, params, grads, state)

@@ -14,7 +14,6 @@ from .optimizer import (
     Optimizer,
     check_fused_flags,
     check_fused_param,
-    check_real,
     get_scalar_dtype,
     scalar_tensor,
     to_scalar,
@@ -95,7 +94,6 @@ class SGD(Optimizer):
         params, grads = TensorList(), TensorList()
         for p in group["params"]:
             if p.grad is not None:
-                check_real(p, "SGD")
                 if group["fused"]:
                     check_fused_param(p)
                 params.append(p)
@@ -146,6 +144,8 @@ class ASGD(GroupwiseOptimizer):
     """
 
     _scalar_state_keys = ("step", "eta", "mu")
+
+    _capturable_check = ("params, mus, etas, and state_steps", "params, mus, etas, and state_steps", True, False)
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False) -> None:
