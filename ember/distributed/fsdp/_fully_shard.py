@@ -300,7 +300,7 @@ class _FSDPState:
             if key in state_dict:
                 state_dict[key] = ShardedTensor(state_dict[key], managed.shape, managed.offset, managed.length,
                                                 self.group)
-        return state_dict
+        # (in place, returning None: torch refuses a state_dict post-hook that returns something)
 
     def load_state_dict_hook(self, module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
         for managed in self.params:
