@@ -26,6 +26,7 @@ import contextlib
 import io
 import os
 import pickle
+import pickletools
 import re
 import struct
 import sys
@@ -36,7 +37,16 @@ import zlib
 from ._device import as_device
 from ._device import device as Device
 from ._serialization.archive import ArchiveReader, ArchiveWriter, CorruptArchive, serialization_id
-from ._serialization.pickling import ForbiddenGlobal, LoadedStorage, StorageTable, TorchPickler, TorchUnpickler
+from ._serialization.pickling import (
+    ALLOWED_GLOBALS,
+    ForbiddenGlobal,
+    LoadedStorage,
+    MissingCounterpart,
+    StorageTable,
+    TorchPickler,
+    TorchUnpickler,
+    python3_global,
+)
 
 __all__ = [
     "save",
@@ -45,6 +55,7 @@ __all__ = [
     "get_safe_globals",
     "clear_safe_globals",
     "safe_globals",
+    "get_unsafe_globals_in_checkpoint",
     "DEFAULT_PROTOCOL",
 ]
 
@@ -105,6 +116,27 @@ def _global_name(entry) -> tuple[str, object]:
 
 def _user_globals() -> dict:
     return dict(_global_name(entry) for entry in _safe_globals)
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """The globals ("module.name") the checkpoint's pickle names that a weights-only load would refuse,
+    as torch.serialization.get_unsafe_globals_in_checkpoint: nothing is unpickled, so nothing runs.
+
+    Only GLOBAL opcodes are read, so (as in torch) globals a pickle builds some other way are not listed.
+    """
+    with _open_for_reading(f, False) as fileobj:
+        magic = fileobj.read(4)
+        fileobj.seek(-len(magic), io.SEEK_CUR)
+        if magic not in _ZIP_MAGIC:
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        reader = ArchiveReader(fileobj)
+        data = reader.read_record("data.pkl")
+    allowed = set(ALLOWED_GLOBALS) | set(_user_globals())
+    found = set()
+    for opcode, argument, _ in pickletools.genops(data):
+        if opcode.name == "GLOBAL":
+            found.add(".".join(python3_global(*argument.split(" ", 1))))
+    return list(found - allowed)
 
 
 # ---------------------------------------------------------------- save
@@ -261,7 +293,7 @@ def load(
         try:
             reader = _open_archive(fileobj)
             return _load_archive(reader, map_location, weights_only, bool(mmap), unpickler_base, pickle_load_args)
-        except (ForbiddenGlobal, _LoadError):
+        except (ForbiddenGlobal, MissingCounterpart, _LoadError):
             raise
         except Exception as error:
             if not weights_only and not isinstance(error, _CORRUPTION_ERRORS):

@@ -89,6 +89,14 @@ def serialization_id() -> str:
     return "".join(str(random.SystemRandom().randrange(10)) for _ in range(40))
 
 
+def _crc_unrecorded(info: zipfile.ZipInfo) -> bool:
+    """NOTE [ Records without a CRC ]: torch writes CRC 0 for every record after
+    torch.serialization.set_crc32_options(False), and for the storages it leaves empty under
+    torch.serialization.skip_data(); torch.load never checks CRCs, so such files load there.  We check
+    every CRC a file records and take 0 (stored, non-empty records only) as "none recorded"."""
+    return info.CRC == 0 and info.compress_type == zipfile.ZIP_STORED and info.file_size > 0
+
+
 class ArchiveReader:
     """Reads a torch zip checkpoint: records by name, storages read into arrays or mapped from the file."""
 
@@ -120,10 +128,21 @@ class ArchiveReader:
         return f"{self.prefix}/{name}" in self.infos
 
     def read_record(self, name: str) -> bytes:
+        info = self.info(name)
         try:
-            return self.zip.read(self.info(name))
+            if _crc_unrecorded(info):
+                return self._read_stored(info)
+            return self.zip.read(info)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, struct.error) as error:
             raise CorruptArchive(f"record '{name}' is unreadable ({error})") from error
+
+    def _read_stored(self, info: zipfile.ZipInfo) -> bytes:
+        """A stored record's bytes read straight from the file, with no CRC to check them against."""
+        self.fileobj.seek(self.data_offset(info))
+        data = self.fileobj.read(info.file_size)
+        if len(data) != info.file_size:
+            raise CorruptArchive(f"record '{info.filename}' is truncated")
+        return data
 
     def data_offset(self, info: zipfile.ZipInfo) -> int:
         """Where the record's bytes start in the file: after its local header, whose extra field we must read."""
@@ -151,7 +170,8 @@ class ArchiveReader:
             if not count:
                 raise CorruptArchive(f"storage '{key}' is truncated")
             done += count
-        self._pending_checks.append((key, info.CRC, _crc_pool().submit(zlib.crc32, view)))
+        if not _crc_unrecorded(info):
+            self._pending_checks.append((key, info.CRC, _crc_pool().submit(zlib.crc32, view)))
         return out
 
     def verify(self) -> None:

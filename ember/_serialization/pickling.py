@@ -201,8 +201,10 @@ class TorchPickler(pickle._Pickler):
         state = _public_state(tensor)
         if tensor.is_sparse:  # torch's form: the layout and (indices, values, size, is_coalesced)
             array = tensor._data
-            return REBUILD_SPARSE, (self.sparse_coo, (tensor._indices(), tensor._values(), Size(array.shape),
-                                                      array.coalesced))
+            return REBUILD_SPARSE, (
+                self.sparse_coo,
+                (tensor._indices(), tensor._values(), Size(array.shape), array.coalesced),
+            )
         if isinstance(tensor, Parameter):
             data = Tensor._make(tensor._data, tensor._dtype, tensor._device, tensor._storage)
             hooks = collections.OrderedDict()
@@ -215,8 +217,15 @@ class TorchPickler(pickle._Pickler):
         ref, offset, stride = self.storages.locate(tensor)
         if tensor._qparams is not None:  # torch's quantized form: the integers' storage plus the quantizer
             shape = tuple(int(n) for n in tensor._data.shape)
-            return REBUILD_QTENSOR, (ref, offset, shape, stride, _quantizer_params(tensor._qparams),
-                                     tensor.requires_grad, collections.OrderedDict())
+            return REBUILD_QTENSOR, (
+                ref,
+                offset,
+                shape,
+                stride,
+                _quantizer_params(tensor._qparams),
+                tensor.requires_grad,
+                collections.OrderedDict(),
+            )
         args = (
             ref,
             offset,
@@ -536,6 +545,15 @@ def _forbidden_message(qualified: str) -> str:
     )
 
 
+def python3_global(module: str, name: str) -> tuple[str, str]:
+    """A pickled global's module and name in Python 3's names (protocol 2 writes builtins as "__builtin__")."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    if module in _compat_pickle.IMPORT_MAPPING:
+        return _compat_pickle.IMPORT_MAPPING[module], name
+    return module, name
+
+
 class TorchUnpickler(pickle.Unpickler):
     """Unpickles data.pkl into ember objects; `load_storage(dtype, key, location, numel)` supplies storages."""
 
@@ -546,10 +564,7 @@ class TorchUnpickler(pickle.Unpickler):
         self.user_globals = user_globals
 
     def find_class(self, module: str, name: str):
-        if (module, name) in _compat_pickle.NAME_MAPPING:  # protocol 2 names builtins "__builtin__"
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = python3_global(module, name)
         qualified = f"{module}.{name}"
         found = ALLOWED_GLOBALS.get(qualified)
         if found is not None:
@@ -566,7 +581,7 @@ class TorchUnpickler(pickle.Unpickler):
             raise ForbiddenGlobal(_forbidden_message(qualified))
         if module == "torch" or module.startswith("torch."):
             return _ember_counterpart(module, name)
-        return super().find_class(module, name)
+        return _refuse_torch_subclass(super().find_class(module, name), qualified)
 
     def persistent_load(self, saved_id):
         if not (isinstance(saved_id, tuple) and len(saved_id) == 5 and saved_id[0] == "storage"):
@@ -579,15 +594,52 @@ class TorchUnpickler(pickle.Unpickler):
         return self.load_storage(storage_type.dtype, key, location, numel)
 
 
+def _refuse_torch_subclass(found, qualified: str):
+    """A user's class pickled by torch.save (a model subclassing torch.nn.Module) is built on torch's classes;
+    rebuilding it would give a torch object holding ember tensors, which neither library can use."""
+    if isinstance(found, type):
+        for base in found.__mro__[1:]:
+            base_module = getattr(base, "__module__", "") or ""
+            if base_module == "torch" or base_module.startswith("torch."):
+                raise MissingCounterpart(
+                    f"the checkpoint pickles an object of {qualified}, a subclass of torch's "
+                    f"{base_module}.{base.__qualname__}; ember cannot rebuild objects of torch's classes. Save the "
+                    f"data instead: in torch, torch.save(model.state_dict(), f); in ember, build the model with "
+                    f"ember.nn and call model.load_state_dict(ember.load(f))."
+                )
+    return found
+
+
+class MissingCounterpart(pickle.UnpicklingError):
+    """A full (weights_only=False) load met a torch class or function that ember does not have."""
+
+
 def _ember_counterpart(module: str, name: str):
-    """torch.nn.modules.linear.Linear -> ember.nn.modules.linear.Linear, for full (weights_only=False) loads."""
-    target = "ember" + module[len("torch") :]
+    """torch.nn.modules.linear.Linear -> ember's Linear, for full (weights_only=False) loads.
+
+    ember mirrors torch's packages but not every file in them (torch's nn/modules/batchnorm.py is ember's
+    nn/modules/normalization.py), so the name is looked for in ember's mirror of the module, then in each
+    package above it (ember.nn.modules, ember.nn), where ember exports it as torch does.
+    """
+    parts = ("ember" + module[len("torch") :]).split(".")
+    for depth in range(len(parts), 1, -1):
+        found = _lookup(".".join(parts[:depth]), name)
+        if found is not None:
+            return found
+    raise MissingCounterpart(
+        f"the checkpoint pickles an object of torch's {module}.{name}, and ember has no {name} to rebuild it "
+        f"as (looked in {'.'.join(parts)} and the packages above it). Save the data instead: in torch, "
+        f"torch.save(model.state_dict(), f); in ember, model.load_state_dict(ember.load(f))."
+    )
+
+
+def _lookup(module: str, name: str):
     try:
-        found = importlib.import_module(target)
+        found = importlib.import_module(module)
         for part in name.split("."):
             found = getattr(found, part)
-        return found
-    except (ImportError, AttributeError) as error:
-        raise pickle.UnpicklingError(
-            f"ember has no counterpart of {module}.{name} (looked for {target}.{name})"
-        ) from error
+    except (ImportError, AttributeError):
+        return None
+    if getattr(found, "__name__", None) != name.rsplit(".", 1)[-1]:  # an alias of something else
+        return None
+    return found
