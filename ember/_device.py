@@ -64,8 +64,20 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self):
+        """`with torch.device("meta"):` makes this the default device inside the block, as torch's DeviceContext."""
+        global _default_device
+        _ENTERED.append(_default_device)
+        _default_device = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        global _default_device
+        _default_device = _ENTERED.pop()
+
 
 _CACHE: dict = {}
+_ENTERED: list = []  # the default devices that `with device(...)` blocks replaced, innermost last
 CPU = device("cpu")
 META = device("meta")
 

@@ -570,7 +570,7 @@ def module_hooks(root, modules: list) -> tuple:
         names = module_file.HOOK_DICT_NAMES
         dicts = [m.__dict__.get(name, {}) for m in modules for name in names]
         dicts += [module_file._global_forward_hooks, module_file._global_forward_pre_hooks,
-                  module_file._global_backward_hooks]
+                  module_file._global_backward_hooks, module_file._global_backward_pre_hooks]
         signature = tuple(tuple(hooks) for hooks in dicts)
         # a hook with state -- a callable object (`self.s`), a bound method's object -- is read like a settings
         # object on every call (its values were baked into the graph at capture)

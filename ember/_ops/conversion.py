@@ -64,18 +64,68 @@ def _check_channels_last(input: Tensor) -> None:
         raise RuntimeError("required rank 4 tensor to use channels_last format")
 
 
+_TO_SIGNATURES = (
+    " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+    " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+)
+
+
+def _arg_type_name(value) -> str:
+    from .._device import device as device_type
+
+    if isinstance(value, dt.dtype):
+        return "torch.dtype"
+    if isinstance(value, device_type):
+        return "torch.device"
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if type(value).__name__ == "memory_format":
+        return "torch.memory_format"
+    return type(value).__name__
+
+
+def _to_type_error(args, kwargs) -> TypeError:
+    """torch's python-arg-parser message: the given types, then the three overloads of to()."""
+    given = [_arg_type_name(a) for a in args]
+    given += [f"{k}={_arg_type_name(v)}" for k, v in sorted(kwargs.items())]
+    got = ", ".join(given) + (", " if kwargs and not args else "")
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                     + _TO_SIGNATURES)
+
+
 def _parse_to(args, kwargs):
-    """Tensor.to's overloads: to(dtype), to(device, dtype), to(other), with keyword forms."""
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    for arg in args:
-        if isinstance(arg, dt.dtype):
-            dtype = arg
-        elif isinstance(arg, Tensor):
-            device, dtype = arg._device, arg._dtype
-        elif arg is not None:
-            device = arg
-    return device, dtype, kwargs.pop("copy", False), kwargs.pop("non_blocking", False)
+    """Tensor.to's overloads, as torch's parser binds them: to(device=None, dtype=None, non_blocking=False,
+    copy=False), to(dtype, non_blocking=False, copy=False), to(tensor, non_blocking=False, copy=False), each
+    with keyword-only memory_format (popped by the caller).  Returns (device, dtype, copy, non_blocking); an
+    argument list no overload accepts raises torch's TypeError."""
+    from .._device import device as device_type
+
+    given = dict(kwargs)
+    kwargs.clear()
+    if args and isinstance(args[0], dt.dtype):
+        names = ("dtype", "non_blocking", "copy")
+    elif args and isinstance(args[0], Tensor):
+        names = ("tensor", "non_blocking", "copy")
+    else:
+        names = ("device", "dtype", "non_blocking", "copy")
+    bound = dict(zip(names, args))
+    ok = len(args) <= len(names) and all(k in names and k not in bound for k in given)
+    bound.update(given)
+    device, dtype = bound.get("device"), bound.get("dtype")
+    non_blocking, copy = bound.get("non_blocking", False), bound.get("copy", False)
+    ok = ok and (device is None or isinstance(device, (str, device_type))
+                 or (isinstance(device, int) and not isinstance(device, bool)))
+    ok = ok and (dtype is None or isinstance(dtype, dt.dtype))
+    ok = ok and isinstance(non_blocking, bool) and isinstance(copy, bool)
+    if not ok:
+        raise _to_type_error(args, given)
+    if "tensor" in bound:
+        device, dtype = bound["tensor"]._device, bound["tensor"]._dtype
+    return device, dtype, copy, non_blocking
 
 
 def to(self: Tensor, *args, **kwargs) -> Tensor:
@@ -84,8 +134,6 @@ def to(self: Tensor, *args, **kwargs) -> Tensor:
     device, dtype, copy, _ = _parse_to(args, kwargs)
     if memory_format is not None and memory_format.name != "preserve_format":
         return _to_memory_format(self, memory_format, device, dtype, copy)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     device = self._device if device is None else as_device(device)
     if device.type == "cuda" and device.index is None:
         device = as_device("cuda:0")

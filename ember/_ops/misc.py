@@ -33,7 +33,18 @@ def result_type(tensor1, tensor2) -> dt.dtype:
 def typename(obj) -> str:
     if isinstance(obj, Tensor):
         return obj.type()
-    return type(obj).__name__
+    # torch's rule: module-qualified name of a class / function, else of the object's class; builtins bare
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    if module in {"", "builtins"}:
+        return qualname
+    return f"{module}.{qualname}"
 
 
 # ---------------------------------------------------------------- tensor predicates (Python bools)

@@ -53,7 +53,7 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple:
 def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of {['fan_in', 'fan_out']}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -70,22 +70,52 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Normal(mean, std) truncated to [a, b], by inverse-CDF sampling as torch does."""
+    """Normal(mean, std) truncated to [a, b], by rejection sampling as torch's: redraw normals outside [a, b] when
+    the interval holds more than 0.3 of the mass, else uniform proposals on [a, b] accepted by the density."""
+    if tensor.is_meta:  # no storage: sampling is a no-op
+        return tensor
 
-    def norm_cdf(x):
+    def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                       "be incorrect.", stacklevel=2)
+    from .. import empty_like, where
+
     with no_grad():
-        low = norm_cdf((a - mean) / std)
-        high = norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if p > 0.3:
+            # bounds cast to the tensor's dtype, so the rejection mask agrees with its representable values
+            lo = tensor.new_tensor(a, device="cpu").item()
+            hi = tensor.new_tensor(b, device="cpu").item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not mask.any():
+                    break
+                result = where(mask, empty_like(result).normal_(mean, std, generator=generator), result)
+            if tensor is not result:
+                tensor.copy_(result)
+        else:
+            mode = max(a, min(mean, b))
+            log_peak = -0.5 * ((mode - mean) / std) ** 2
+            candidates = empty_like(tensor)
+            accept_buf = empty_like(tensor)
+            tensor.uniform_(a, b, generator=generator)
+            candidates.copy_(tensor)
+            candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)  # log pdf relative to the peak
+            pending = accept_buf.uniform_(generator=generator).log_().gt(candidates)
+            if pending.any():
+                result = tensor
+                while True:
+                    candidates.uniform_(a, b, generator=generator)
+                    result = where(pending, candidates, result)
+                    candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+                    pending = where(pending, accept_buf.uniform_(generator=generator).log_().gt(candidates), pending)
+                    if not pending.any():
+                        break
+                tensor.copy_(result)
         return tensor
 
 

@@ -91,6 +91,13 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
         pass  # everything happens in __new__ (Parameter.__init__ takes other arguments)
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, self.device, self.dtype)
+        memo[id(self)] = result
+        return result
+
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     cls_to_become = Tensor

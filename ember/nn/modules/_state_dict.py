@@ -10,6 +10,7 @@ import functools
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ..._autograd.hooks import RemovableHandle
 from ..._tensor import Tensor
@@ -66,10 +67,19 @@ class StateDictMixin:
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict of parameters and persistent buffers, keyed by dotted names."""
         if args:
-            warnings.warn("Positional args are being deprecated, use kwargs instead.", FutureWarning, stacklevel=2)
-            destination = args[0] if len(args) > 0 else destination
-            prefix = args[1] if len(args) > 1 else prefix
-            keep_vars = args[2] if len(args) > 2 else keep_vars
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                " for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -84,8 +94,11 @@ class StateDictMixin:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, local_metadata)
-            if not getattr(hook, "_from_public_api", False) and result is not None:
-                destination = result
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
@@ -127,12 +140,23 @@ class StateDictMixin:
                     f"checkpoint but received {type(input_param)}"
                 )
                 continue
+            # torch's backward compatibility: a 1-element 1-d checkpoint entry loads into a 0-d tensor
+            if not is_lazy(param) and param.dim() == 0 and input_param.dim() == 1 and input_param.shape[0] == 1:
+                input_param = input_param[0]
             if not is_lazy(param) and tuple(input_param.shape) != tuple(param.shape):
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {input_param.shape} from checkpoint, the "
                     f"shape in current model is {param.shape}."
                 )
                 continue
+            if not is_lazy(param) and param.is_meta and not input_param.is_meta and not assign:
+                warnings.warn(
+                    f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                    "parameter in the current model, which is a no-op. (Did you mean to "
+                    "pass `assign=True` to assign items in the state dictionary to their "
+                    "corresponding key in the module instead of copying them in place?)",
+                    stacklevel=2,
+                )
             try:
                 with no_grad():
                     if is_lazy(param):  # LazyModuleMixin's load hook materialised it unless the entry is lazy too
@@ -165,12 +189,15 @@ class StateDictMixin:
             for key in state_dict:
                 if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
-                    if input_name[0] not in self._modules and input_name[0] not in local_state:
+                    if len(input_name) > 1:  # a dotted key names a submodule's entry
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from state_dict; returns (missing_keys, unexpected_keys)."""
-        if not isinstance(state_dict, dict):
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys: list = []
         unexpected_keys: list = []
@@ -195,9 +222,11 @@ class StateDictMixin:
             for hook in module._load_state_dict_post_hooks.values():
                 out = hook(module, incompatible)
                 if out is not None:
-                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not"
-                                       "expected to return new values, if incompatible_keys need to be modified,"
-                                       "it should be done inplace.")
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be modified, "
+                        "it should be done inplace."
+                    )
 
         load(self, state_dict)
         if strict:

@@ -72,6 +72,7 @@ _global_forward_pre_hooks: dict = HookDict()
 _global_forward_hooks: dict = HookDict()
 _global_forward_hooks_always_called: dict = OrderedDict()
 _global_backward_hooks: dict = HookDict()
+_global_backward_pre_hooks: dict = HookDict()
 _global_buffer_registration_hooks: dict = OrderedDict()
 _global_parameter_registration_hooks: dict = OrderedDict()
 _global_module_registration_hooks: dict = OrderedDict()
@@ -104,6 +105,10 @@ def register_module_forward_hook(hook, *, always_call: bool = False) -> Removabl
 
 def register_module_full_backward_hook(hook) -> RemovableHandle:
     return _add_global_hook(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    return _add_global_hook(_global_backward_pre_hooks, hook)
 
 
 def register_module_buffer_registration_hook(hook) -> RemovableHandle:
@@ -259,9 +264,13 @@ class Module(StateDictMixin):
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
         *path, last = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError("`" + "module" + f"` is not an nn.Module, found {type(module)}")
         parent = self.get_submodule(".".join(path))
         if strict and not hasattr(parent, last):
             raise AttributeError(parent._get_name() + " has no attribute `" + last + "`")
+        if hasattr(parent, last) and not isinstance(getattr(parent, last), Module):
+            raise AttributeError("`" + last + "` is not an nn.Module")
         setattr(parent, last, module)
 
     def get_parameter(self, target: str) -> Parameter:
@@ -355,16 +364,30 @@ class Module(StateDictMixin):
         """Move and/or cast parameters and buffers (floating ones only get a new dtype)."""
         from ..._ops.conversion import _parse_to
 
-        device, dtype, _, non_blocking = _parse_to(args, dict(kwargs))
-        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-            raise TypeError(
-                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
-            )
+        kwargs = dict(kwargs)
+        memory_format = kwargs.pop("memory_format", None)
+        device, dtype, copy, non_blocking = _parse_to(args, kwargs)
+        if copy:
+            raise RuntimeError(".to() does not accept copy argument")
+        if dtype is not None:
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+                )
+            if dtype.is_complex:
+                warnings.warn(
+                    "Complex modules are a new feature under active development whose design may change, "
+                    "and some modules might not work as expected when using complex tensors as parameters or buffers. "
+                    "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                    "if a complex module does not work as expected.",
+                    stacklevel=2,
+                )
 
         def convert(t):
-            if t.is_floating_point() or t.is_complex():
-                return t.to(device=device, dtype=dtype if dtype is not None else t.dtype)
-            return t.to(device=device)
+            cast = dtype if (t.is_floating_point() or t.is_complex()) else None
+            if memory_format is not None and t.dim() in (4, 5):
+                return t.to(device, cast, non_blocking, memory_format=memory_format)
+            return t.to(device, cast, non_blocking)
 
         return self._apply(convert)
 
@@ -422,13 +445,14 @@ class Module(StateDictMixin):
 
     def _has_hooks(self) -> bool:
         return bool(self._backward_hooks or self._backward_pre_hooks or self._forward_hooks
-                    or self._forward_pre_hooks or _global_backward_hooks or _global_forward_hooks
-                    or _global_forward_pre_hooks)
+                    or self._forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks
+                    or _global_forward_hooks or _global_forward_pre_hooks)
 
     def _call_impl(self, *args, **kwargs):
         forward_call = self.forward
         if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
-                or _global_backward_hooks or _global_forward_hooks or _global_forward_pre_hooks):
+                or _global_backward_hooks or _global_backward_pre_hooks or _global_forward_hooks
+                or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
         return self._call_with_hooks(forward_call, args, kwargs)
 
@@ -472,11 +496,12 @@ class Module(StateDictMixin):
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         backward_hooks = {**_global_backward_hooks, **self._backward_hooks}
+        backward_pre_hooks = {**_global_backward_pre_hooks, **self._backward_pre_hooks}
         backward_state = None
-        if backward_hooks or self._backward_pre_hooks:
+        if backward_hooks or backward_pre_hooks:
             from .._backward_hooks import BackwardHookState
 
-            backward_state = BackwardHookState(self, backward_hooks, self._backward_pre_hooks)
+            backward_state = BackwardHookState(self, backward_hooks, backward_pre_hooks)
             args = backward_state.setup_input_hook(args)
         result = forward_call(*args, **kwargs)
         for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
@@ -496,7 +521,8 @@ class Module(StateDictMixin):
             return self._compiled_call_impl(*args, **kwargs)
         forward_call = self.forward
         if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
-                or _global_backward_hooks or _global_forward_hooks or _global_forward_pre_hooks):
+                or _global_backward_hooks or _global_backward_pre_hooks or _global_forward_hooks
+                or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
         return self._call_with_hooks(forward_call, args, kwargs)
 

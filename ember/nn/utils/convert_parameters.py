@@ -22,7 +22,9 @@ def parameters_to_vector(parameters) -> Tensor:
 def vector_to_parameters(vec: Tensor, parameters) -> None:
     """Copy slices of `vec` into `parameters` (their .data now views `vec`)."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__module__}.{type(vec).__qualname__}")
+        from ... import typename
+
+        raise TypeError(f"expected torch.Tensor, but got: {typename(vec)}")
     device = None
     pointer = 0
     for param in parameters:

@@ -27,8 +27,21 @@ class PackedSequence(_PackedSequenceBase):
             return self
         return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
 
-    def cpu(self):
-        return self.to("cpu")
+    def cuda(self, *args, **kwargs):
+        from ... import tensor
+
+        if tensor((), dtype=self.data.dtype, device=self.data.device).to(*args, **kwargs).is_cuda:
+            return self.to(*args, **kwargs)
+        kwargs["device"] = "cuda"
+        return self.to(*args, **kwargs)
+
+    def cpu(self, *args, **kwargs):
+        from ... import tensor
+
+        if tensor((), dtype=self.data.dtype, device=self.data.device).to(*args, **kwargs).device.type == "cpu":
+            return self.to(*args, **kwargs)
+        kwargs["device"] = "cpu"
+        return self.to(*args, **kwargs)
 
     def double(self):
         return self.to(dtype=dt.float64)
@@ -36,12 +49,30 @@ class PackedSequence(_PackedSequenceBase):
     def float(self):
         return self.to(dtype=dt.float32)
 
+    def half(self):
+        return self.to(dtype=dt.float16)
+
+    def long(self):
+        return self.to(dtype=dt.int64)
+
+    def int(self):
+        return self.to(dtype=dt.int32)
+
+    def short(self):
+        return self.to(dtype=dt.int16)
+
+    def char(self):
+        return self.to(dtype=dt.int8)
+
+    def byte(self):
+        return self.to(dtype=dt.uint8)
+
     @property
     def is_cuda(self) -> bool:
         return self.data.is_cuda
 
     def is_pinned(self) -> bool:
-        return False
+        return self.data.is_pinned()
 
 
 def invert_permutation(permutation):
@@ -127,8 +158,10 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     from ... import stack
 
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
     max_length = max(s.shape[0] for s in sequences)
     trailing = tuple(sequences[0].shape[1:])
     padded = []
