@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import operator
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -246,7 +247,8 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], generator=def
         lengths = _fraction_lengths(len(dataset), lengths)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = ember.randperm(sum(lengths), generator=generator).tolist()
+    # operator.index: the lengths may be 0-d integer tensors or NumPy integers (torch's randperm takes them)
+    indices = ember.randperm(operator.index(sum(lengths)), generator=generator).tolist()
     return [
         Subset(dataset, indices[offset - length : offset])
         for offset, length in zip(itertools.accumulate(lengths), lengths)

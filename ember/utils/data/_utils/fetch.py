@@ -53,8 +53,17 @@ class _MapDatasetFetcher(_BaseDatasetFetcher):
         """A plain TensorDataset (not a subclass, which may override __getitem__) under default_collate."""
         return type(self.dataset) is TensorDataset and self.collate_fn is default_collate
 
+    @staticmethod
+    def _plain_int_batch(index) -> bool:
+        """A non-empty list/tuple/range of Python ints: what the fast path may index with.
+
+        Anything else (tensors or arrays from a custom batch_sampler, bools, floats) takes the per-sample path,
+        which indexes each row as torch does (a bool adds a dimension, a float is an IndexError).
+        """
+        return isinstance(index, (list, tuple, range)) and len(index) > 0 and all(type(i) is int for i in index)
+
     def fetch(self, possibly_batched_index):
-        if self.auto_collation and possibly_batched_index and self._rows_of_tensors():
+        if self.auto_collation and self._plain_int_batch(possibly_batched_index) and self._rows_of_tensors():
             # default_collate of TensorDataset samples stacks rows: one indexing per tensor gives the same batch
             # (values, dtypes, shapes, a list as collate returns for tuples) without a Python-level op per
             # sample (an epoch of 20k 3x32x32 samples: 2x slower than torch before, see bench/data.py)

@@ -84,7 +84,9 @@ class _TensorExtractingPickler(pickle.Pickler):
             )
         if obj.device.type != "cpu":
             return None
-        array = np.ascontiguousarray(obj.detach().numpy())
+        array = obj.detach().numpy()
+        if not array.flags.c_contiguous:
+            array = np.array(array, order="C")  # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
         offset = self.size
         nbytes = array.nbytes
         if nbytes:

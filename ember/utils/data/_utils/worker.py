@@ -53,12 +53,16 @@ class WorkerInfo:
         num_workers: the total number of workers
         seed: the random seed set for this worker (base_seed + id)
         dataset: this process's copy of the dataset object
+        rng: torch's per-thread RNG container for thread workers; always None here (ember's workers are processes)
+        worker_method: "multiprocessing"
     """
 
     id: int
     num_workers: int
     seed: int
     dataset: object
+    rng: object = None
+    worker_method: str | None = "multiprocessing"
 
 
 def get_worker_info() -> WorkerInfo | None:
@@ -188,6 +192,7 @@ def _worker_loop(config: _WorkerConfig, index_queue, data_queue, done_event) -> 
     watchdog = ManagerWatchdog()
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ember.set_num_threads(1)  # torch's: one intra-op thread per worker, the workers are the parallelism
         seed = _seed_worker(config.base_seed, config.worker_id)
         dataset = config.dataset
         _worker_info = WorkerInfo(id=config.worker_id, num_workers=config.num_workers, seed=seed, dataset=dataset)
