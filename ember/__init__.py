@@ -158,6 +158,7 @@ globals().update({name: cls for name, cls in _LEGACY_TYPES.items() if "." not in
 _set_legacy_layout()
 from .serialization import save, load  # noqa: E402
 from ._compile import compile  # noqa: E402,A001 - torch.compile (ember/_compile, docs/compile.md)
+from . import _dynamo  # noqa: E402 - torch._dynamo's reset/config aliases (ember/_dynamo)
 from . import fx  # noqa: E402 - torch.fx: symbolic tracing, Graph, GraphModule (ember/fx)
 from ._memory import keep_freed_memory as _keep_freed_memory  # noqa: E402
 

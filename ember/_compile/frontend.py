@@ -124,7 +124,7 @@ class _Entry:
             return self.run_chains(tensors)
         outputs = self.compiled.run(*tensors)
         it = iter(outputs)
-        result = map_structure(self.structure, lambda value: next(it))
+        result = map_structure(self.structure, lambda value: next(it), build=True)
         if self.writes:  # module attributes the function set to tensors it computed (pyguards.SideEffects)
             result, values = result
             for (module, name), value in zip(self.writes, values):
@@ -172,7 +172,7 @@ class _Chain:
                 if not _same_data(data, segment.expected):
                     return None
         it = iter(outputs[-1])
-        return map_structure(self.structure, lambda value: next(it))
+        return map_structure(self.structure, lambda value: next(it), build=True)
 
     @property
     def graphs(self) -> list:
@@ -195,6 +195,9 @@ def _unique_tensors(args, kwargs) -> list:
     return out
 
 
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+
 class CompiledFunction:
     """What ember.compile returns for a function (and what Module.compile installs)."""
 
@@ -202,6 +205,12 @@ class CompiledFunction:
                  disable=False) -> None:
         if backend not in ("inductor", "eager", "aot_eager") and not callable(backend):
             raise ValueError(f"ember.compile: unknown backend {backend!r} (inductor, eager, aot_eager)")
+        # torch.compile's checks (an unknown mode was accepted silently): every mode is one graph path here
+        if mode is not None and mode not in _MODES:
+            raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
+        if mode is not None and options is not None:
+            raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
+                               "time.")
         self.fn = fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
@@ -323,6 +332,13 @@ class CompiledFunction:
             leaf(arg, f"args[{index}]")
         for key, arg in kwargs.items():
             leaf(arg, f"kwargs[{key!r}]")
+        # the function's default argument values, as torch guards them (`f.__kwdefaults__["k"] = 4` replayed k=2)
+        target = module.forward if module is not None else self.fn
+        target = getattr(target, "__func__", target)
+        for index, arg in enumerate(getattr(target, "__defaults__", None) or ()):
+            leaf(arg, f"__defaults__[{index}]")
+        for key, arg in (getattr(target, "__kwdefaults__", None) or {}).items():
+            leaf(arg, f"__kwdefaults__[{key!r}]")
         values.append(pyguards.read_globals(self.watched, self.written))  # last: a capture may extend it
         add_label(self._globals_label())
         return tuple(values), labels

@@ -64,20 +64,55 @@ def iter_values(structure):
     elif isinstance(structure, dict):
         for item in structure.values():
             yield from iter_values(item)
+    elif isinstance(structure, Rebuilt):
+        yield from iter_values(structure.items)
+        yield from iter_values(structure.attrs)
 
 
-def map_structure(structure, fn):
-    """The structure with fn applied to every Value (containers rebuilt, other leaves kept)."""
+def map_structure(structure, fn, build: bool = False):
+    """The structure with fn applied to every Value (containers rebuilt, other leaves kept).  build=True (a
+    replay's result) makes each Rebuilt node the object it stands for; otherwise it stays a Rebuilt node."""
     if isinstance(structure, Value):
         return fn(structure)
     if isinstance(structure, tuple):
-        mapped = [map_structure(item, fn) for item in structure]
+        mapped = [map_structure(item, fn, build) for item in structure]
         return type(structure)(*mapped) if hasattr(structure, "_fields") else tuple(mapped)
     if isinstance(structure, list):
-        return [map_structure(item, fn) for item in structure]
+        return [map_structure(item, fn, build) for item in structure]
     if isinstance(structure, dict):
-        return {key: map_structure(item, fn) for key, item in structure.items()}
+        return {key: map_structure(item, fn, build) for key, item in structure.items()}
+    if isinstance(structure, Rebuilt):
+        node = Rebuilt(structure.cls, map_structure(structure.items, fn, build),
+                       map_structure(structure.attrs, fn, build), structure.factory)
+        return node.build() if build else node
     return structure
+
+
+class Rebuilt:
+    """A returned object that is not a plain container: a dict subclass (OrderedDict, HF's ModelOutput) or a
+    dataclass instance.  Its type, its items (dict subclasses) and its attributes are kept as structures, and
+    a replay makes a new object of that type from them without calling its __init__ (a replay returned a
+    plain dict for a ModelOutput, and a dataclass output ran the whole call eagerly)."""
+
+    def __init__(self, cls, items, attrs, factory=None) -> None:
+        self.cls, self.items, self.attrs, self.factory = cls, items, attrs, factory
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in {**(self.items or {}), **self.attrs}.items())
+        return f"{self.cls.__name__}({inner})"
+
+    def build(self):
+        obj = self.cls.__new__(self.cls)
+        for name, value in self.attrs.items():
+            object.__setattr__(obj, name, value)
+        if self.items is not None:
+            # the builtin base's __setitem__ (OrderedDict keeps its own order links; a subclass's may refuse)
+            base = next(b for b in self.cls.__mro__ if b.__module__ in ("builtins", "collections"))
+            if self.factory is not None:
+                obj.default_factory = self.factory
+            for key, value in self.items.items():
+                base.__setitem__(obj, key, value)
+        return obj
 
 
 class Graph:

@@ -19,6 +19,7 @@ segment so it can count graphs the way torch._dynamo.explain does.
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import os
 import random
@@ -30,7 +31,7 @@ import numpy as np
 from .. import _dispatch
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
-from .graph import Graph, Node, Value
+from .graph import Graph, Node, Rebuilt, Value
 from .pyguards import array_digest
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -605,11 +606,22 @@ class Tracer:
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
         if isinstance(value, list):
             return [self._output_structure(v) for v in value]
+        if isinstance(value, dict) and type(value) is not dict or _is_dataclass_instance(value):
+            # a dict subclass (ModelOutput) or a dataclass: rebuilt as its own type at replay
+            items = {k: self._output_structure(v) for k, v in value.items()} if isinstance(value, dict) else None
+            names = (vars(value) if hasattr(value, "__dict__") else {} if isinstance(value, dict)
+                     else {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+            attrs = {k: self._output_structure(v) for k, v in names.items()}
+            return Rebuilt(type(value), items, attrs, getattr(value, "default_factory", None))
         if isinstance(value, dict):
             return {k: self._output_structure(v) for k, v in value.items()}
         if isinstance(value, _STATIC_TYPES) or type(value).__module__.startswith("ember"):
             return value
         raise _UnsupportedOutput(f"return value of type {type(value).__name__} is not supported")
+
+
+def _is_dataclass_instance(value) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 class _UnsupportedOutput(Exception):
