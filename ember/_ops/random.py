@@ -490,19 +490,31 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if categories > 2**24:
         raise RuntimeError("number of categories cannot exceed 2^24")
-    shape = (num_samples,) if input.ndim == 1 else (input.shape[0], num_samples)
-    if input._device.type == "meta":
-        result = Tensor._make(MetaArray(shape, np.int64), dt.int64, input._device)
-    else:
-        rows = np.asarray(input.detach().cpu()._data, np.float64).reshape(-1, categories)
-        if not (np.isfinite(rows).all() and (rows >= 0).all()):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if (rows.sum(axis=1) <= 0).any():
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        rng = _generator_for(generator, input._device)._rng
-        indices = _sample_categories(rng, rows, num_samples, replacement).reshape(shape)
-        result = Tensor._make(_on_device(indices, dt.int64, input._device), dt.int64, input._device)
+    # an op drawing from its generator when it runs (as bernoulli), not Python reading the probabilities, so that
+    # a compiled sampling step keeps it in the graph and each replay draws anew
+    result = call(_MULTINOMIAL, (input.detach(),), {"dtype": dt.int64, "num_samples": num_samples,
+                                                    "replacement": bool(replacement),
+                                                    "generator": _generator_of(input, generator)})
     return write_out(out, result) if out is not None else result
+
+
+def _multinomial_impl(xp, a, num_samples, replacement, generator, dtype):
+    host = a.get() if hasattr(a, "get") else a  # (a CuPy array: sampled on the host, as before)
+    rows = np.asarray(host, np.float64).reshape(-1, a.shape[-1])
+    if not (np.isfinite(rows).all() and (rows >= 0).all()):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (rows.sum(axis=1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    shape = (num_samples,) if a.ndim == 1 else (a.shape[0], num_samples)
+    return xp.asarray(_sample_categories(generator._rng, rows, num_samples, replacement).reshape(shape))
+
+
+def _multinomial_meta(args, params):
+    a = args[0]
+    return (params["num_samples"],) if a.ndim == 1 else (a.shape[0], params["num_samples"])
+
+
+_MULTINOMIAL = _sampling_op("multinomial", _multinomial_impl, "MultinomialBackward0", _multinomial_meta)
 
 
 def _sample_categories(rng, rows, num_samples: int, replacement: bool):

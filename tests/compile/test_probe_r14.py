@@ -157,3 +157,17 @@ def test_dynamo_aliases():
     ember._dynamo.reset()
     assert not compiled.cache
     assert ember._dynamo.is_compiling() is False
+
+
+def test_multinomial_sampling_step_compiles_and_draws_anew():
+    """multinomial is an op drawing from its generator when it runs (as bernoulli): a compiled sampling step
+    has no graph break, and each replay draws what eager draws from the same generator state."""
+    F = ember.nn.functional
+    step = ember.compile(lambda logits, t, g: ember.multinomial(F.softmax(logits / t, -1), 1, generator=g))
+    logits = ember.randn(4, 10)
+    compiled_generator, eager_generator = ember.Generator().manual_seed(0), ember.Generator().manual_seed(0)
+    for _ in range(4):
+        got = step(logits, 0.7, compiled_generator)
+        want = ember.multinomial(F.softmax(logits / 0.7, -1), 1, generator=eager_generator)
+        assert got.tolist() == want.tolist()
+    assert step.captures == 1 and not step.graph_breaks
