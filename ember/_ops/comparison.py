@@ -42,16 +42,18 @@ def logical_not(input, *, out=None) -> Tensor:
     return finish_out(call(_LOGICAL_NOT, (input,)), out)
 
 
-def _bitwise(name, impl):
-    op = pointwise(name, impl, None, rule=_integral_only(name), saves=0)
+def _bitwise(name, impl, kernel=None):
+    """`kernel`: torch's cpu kernel name where it differs from `name` (the shifts, which reject bool)."""
+    rule = _integral_only(name) if kernel is None else _integral_only(kernel, bool_ok=False)
+    op = pointwise(name, impl, None, rule=rule, saves=0)
     return _binary(name, op)
 
 
 bitwise_and = _bitwise("bitwise_and", lambda xp, a, b: a & b)
 bitwise_or = _bitwise("bitwise_or", lambda xp, a, b: a | b)
 bitwise_xor = _bitwise("bitwise_xor", lambda xp, a, b: a ^ b)
-bitwise_left_shift = _bitwise("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b))
-bitwise_right_shift = _bitwise("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b))
+bitwise_left_shift = _bitwise("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), "lshift")
+bitwise_right_shift = _bitwise("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b), "rshift")
 _BITWISE_NOT = pointwise("bitwise_not", lambda xp, a: xp.invert(a), None, rule=_integral_only("bitwise_not"),
                          saves=0)
 

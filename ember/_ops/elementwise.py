@@ -98,10 +98,11 @@ def _ufunc_out(ufunc_name):
     return out_impl
 
 
-def _integral_only(name):
+def _integral_only(name, bool_ok=True):
+    """Integral (and, unless `bool_ok` is False, bool) dtypes only; `name` is torch's cpu kernel's."""
     def rule(args, params):
         compute, _ = promote(args, params)
-        if compute.category > 1:
+        if compute.category > 1 or (not bool_ok and compute is dt.bool_):
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_scalar_name(compute)}\'')
         return compute, compute
 
@@ -757,6 +758,14 @@ def where(condition, input=None, other=None, *, out=None):
     if isinstance(condition, Tensor) and condition._dtype is not dt.bool_ and condition._dtype is not dt.uint8:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_scalar_name(condition._dtype)}")
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        # torch makes a number branch a scalar_tensor of the result dtype: fill_'s checked conversion
+        from .creation import cast_fill_value
+
+        compute = _where_rule((condition, input, other), {})[0]
+        for value in (input, other):
+            if isinstance(value, (int, float, complex, np.generic)):
+                cast_fill_value(value, compute)
     return finish_out(call(_WHERE, (condition, input, other)), out)
 
 
@@ -776,7 +785,7 @@ def heaviside(input, values, *, out=None) -> Tensor:
     if input._dtype is not values._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     return finish_out(call(_HEAVISIDE, (input, values)), out)
-_GCD = pointwise("gcd", lambda xp, a, b: xp.gcd(a, b), None, rule=_integral_only("gcd"))
-_LCM = pointwise("lcm", lambda xp, a, b: xp.lcm(a, b), None, rule=_integral_only("lcm"))
+_GCD = pointwise("gcd", lambda xp, a, b: xp.gcd(a, b), None, rule=_integral_only("gcd", bool_ok=False))
+_LCM = pointwise("lcm", lambda xp, a, b: xp.lcm(a, b), None, rule=_integral_only("lcm", bool_ok=False))
 gcd = _binary("gcd", _GCD, tensors_only=True)
 lcm = _binary("lcm", _LCM, tensors_only=True)

@@ -511,8 +511,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                    include_self: bool = True) -> Tensor:
     """Scatter with reduce in {'sum','prod','mean','amax','amin'}; include_self as torch."""
     dim = _scatter_checks("scatter_reduce", input, dim, index, src)
-    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's get_reduction_enum takes both spellings
     counts = None
     base = input
     if not include_self:

@@ -523,6 +523,8 @@ def cross_product(input: Tensor, other: Tensor, dim: int, name: str) -> Tensor:
             f"{name}: inputs dimension {dim} must have length 3. Got {input.shape[dim_a]} and {other.shape[dim_b]}"
         )
     broadcast_shapes(input.shape, other.shape)
+    if input._dtype is not other._dtype:  # torch's cross kernel takes no promotion
+        raise RuntimeError(f"expected scalar type {_name(input)} but found {_name(other)}")
     return call(_CROSS, (input, other), {"dim": dim_a})
 
 

@@ -379,6 +379,10 @@ def _searchsorted_impl(xp, sequence, values, side, sorter, out_int32):
         sequence = xp.take_along_axis(sequence, sorter, axis=-1)
     sequence, values = _sortable(sequence), _sortable(values)
     result_type = np.int32 if out_int32 else np.int64
+    if sequence.dtype.kind == "f" and xp.isnan(sequence).any():
+        rows = sequence.reshape(-1, sequence.shape[-1])
+        value_rows = values.reshape(1, -1) if sequence.ndim == 1 else values.reshape(rows.shape[0], -1)
+        return _nan_binary_search(xp, rows, value_rows, side).astype(result_type).reshape(values.shape)
     if sequence.ndim == 1:
         return xp.searchsorted(sequence, values, side=side).astype(result_type)
     rows = sequence.reshape(-1, sequence.shape[-1])
@@ -387,6 +391,24 @@ def _searchsorted_impl(xp, sequence, values, side, sorter, out_int32):
     for row in range(rows.shape[0]):
         result[row] = xp.searchsorted(rows[row], value_rows[row], side=side)
     return result.reshape(values.shape)
+
+
+def _nan_binary_search(xp, rows, value_rows, side):
+    """torch's cus_lower_bound / cus_upper_bound, run for all values at once: a probe that lands on a nan
+    compares false and moves the search right, where NumPy's searchsorted orders nan after every number."""
+    size = rows.shape[-1]
+    start = xp.zeros(value_rows.shape, np.int64)
+    end = xp.full(value_rows.shape, size, np.int64)
+    row_index = xp.arange(rows.shape[0])[:, None]
+    active = start < end
+    while active.any():
+        mid = start + ((end - start) >> 1)
+        probe = rows[row_index, xp.minimum(mid, size - 1)]
+        right = ~(probe > value_rows) if side == "right" else ~(probe >= value_rows)
+        start = xp.where(active & right, mid + 1, start)
+        end = xp.where(active & ~right, mid, end)
+        active = start < end
+    return start
 
 
 def _searchsorted_rule(args, params):

@@ -285,8 +285,12 @@ def python_floor_div(xp, a, b, quotient):
 def remainder(xp, a, b):
     if np.asarray(a).dtype.kind in "iu" and np.any(np.asarray(b) == 0):
         raise RuntimeError("ZeroDivisionError")
-    result = xp.mod(a, b)
-    return result
+    if np.asarray(a).dtype.kind != "f":
+        return xp.mod(a, b)
+    # torch's float remainder: fmod, shifted by b when the signs differ; a zero keeps fmod's sign (a's),
+    # where NumPy's mod gives it b's sign
+    mod = xp.fmod(a, b)
+    return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 
 
 def fmod(xp, a, b):

@@ -53,7 +53,7 @@ def _flat_index(self: Tensor, index: Tensor) -> Tensor:
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of input with source written (or added) at the given indices of its row-major flattening."""
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     if source._dtype is not input._dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "

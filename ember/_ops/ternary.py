@@ -6,6 +6,8 @@ elementwise.py stays a readable size.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dtype as dt
@@ -182,9 +184,32 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
     if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and max is not None:
         raise TypeError(f"clamp() received an invalid combination of arguments - got (Tensor, "
                         f"{type(min).__name__}, {type(max).__name__}): min and max must both be Tensors or Numbers")
-    if input._qparams is None and result_type_of_args((input, min, max)) is dt.bool_:
-        _check_bool_clamp(min, max)
+    if input._qparams is None:
+        compute = result_type_of_args((input, min, max))
+        if compute is dt.bool_:
+            _check_bool_clamp(min, max)
+        for bound in (min, max):
+            if bound is not None and not isinstance(bound, Tensor):
+                _check_scalar_bound(bound, compute)
     return finish_out(call(_CLAMP, (input, min, max)), out)  # quantized input: ember/_ops/quantized_ops.py
+
+
+def _check_scalar_bound(value, dtype: dt.dtype) -> None:
+    """torch's clamp kernels convert a number bound with c10's checked conversion (`min.to<scalar_t>()`):
+    a value outside the type's range is an error, not a wrapped bound (unsigned types accept down to -max)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if dtype.category == 1 and isinstance(value, int):
+        info = dt.iinfo(dtype)
+        lowest = info.min if dtype.is_signed else -info.max
+        overflow = not lowest <= value <= info.max
+    elif dtype.category == 2 and dtype is not dt.float64 and isinstance(value, (int, float)):
+        overflow = math.isfinite(value) and abs(value) > float(dt.finfo(dtype).max)
+    else:
+        return
+    if overflow:
+        raise RuntimeError(f"value cannot be converted to type {dt.CONVERSION_TYPE_NAMES[dtype.name]} without "
+                           "overflow")
 
 
 def _check_bool_clamp(min, max) -> None:
