@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import SAVE_INPUTS, OpDef
-from .._tensor import Tensor, wrap_dim
+from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef
+from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from .sparse_ops import (
     _gather,
     _is_scalar,
@@ -521,3 +521,156 @@ def embedding_sparse(input: Tensor, weight: Tensor, padding_idx=None, scale_grad
     return run(EMBEDDING, (weight, input), {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq})
 
 
+
+
+# ---------------------------------------------------------------- zero-preserving unary ops
+
+# torch's SparseCPU unary kernels (f(0) == 0): they coalesce the input and apply the dense op to the values,
+# keeping the pattern (neg, above, keeps an uncoalesced input as it is).  Gradients follow torch's formulas
+# on sparse tensors: the gradient times the derivative on the input's coalesced pattern (sparse * sparse, so
+# the pattern and coalesced flag are the gradient's), an empty sparse gradient for the piecewise-constant
+# ops, the dense op's own formula where it runs on sparse operands here as in torch (frac, deg2rad, ...; sqrt,
+# sin, sinh and expm1, whose formulas need a sparse kernel torch lacks too, raise torch's error through it),
+# and torch's error where its formula fails on an op ember computes differently.
+SPARSE_UNARY = ("abs", "sqrt", "sin", "tan", "tanh", "relu", "sinh", "asin", "asinh", "atan", "atanh", "expm1",
+                "log1p", "sign", "sgn", "ceil", "floor", "round", "trunc", "frac", "erf", "erfinv", "deg2rad",
+                "rad2deg", "isnan", "isinf", "isposinf", "isneginf", "signbit", "nan_to_num")
+
+_DERIVATIVES = {
+    "abs": lambda x, y: np.sign(x),
+    "relu": lambda x, y: y > 0,
+    "log1p": lambda x, y: 1 / (x + 1),
+}
+_ZERO_GRADIENT = ("sign", "ceil", "floor", "round", "trunc")
+_ADD_SPARSE_DENSE = "add(sparse, dense) is not supported. Use add(dense, sparse) instead."
+_BACKWARD_ERRORS = {
+    "tan": lambda: RuntimeError(_ADD_SPARSE_DENSE), "asin": lambda: RuntimeError(_ADD_SPARSE_DENSE),
+    "asinh": lambda: RuntimeError(_ADD_SPARSE_DENSE), "atan": lambda: RuntimeError(_ADD_SPARSE_DENSE),
+    "atanh": lambda: RuntimeError("memory format option is only supported by strided tensors"),
+    "tanh": lambda: sparse_backend_error("tanh_backward"), "sgn": lambda: sparse_backend_error("_efficientzerotensor"),
+    "erf": lambda: sparse_backend_error("exp"), "erfinv": lambda: sparse_backend_error("exp"),
+    "nan_to_num": lambda: sparse_backend_error("ne.Scalar"),
+}
+_GRAD_NAMES = {"deg2rad": "Deg2RadBackward0", "rad2deg": "Rad2DegBackward0", "log1p": "Log1PBackward0"}
+
+
+def _unary_backward(name: str, dense_backward):
+    if name in _DERIVATIVES:
+        derivative = _DERIVATIVES[name]
+
+        def backward(ctx, grad):
+            array = coalesce_array(ctx.inputs[0]._data)
+            np_dtype = grad._dtype.np_dtype
+            values = derivative(array.values.astype(np_dtype), ctx.result._data.values.astype(np_dtype))
+            return grad * make_sparse(array.indices, np.asarray(values, np_dtype), array.shape, True, grad._dtype,
+                                      grad._device)
+
+        return backward
+    if name in _ZERO_GRADIENT:
+        def backward(ctx, grad):
+            shape = grad._data.shape
+            sparse_dim = ctx.inputs[0]._data.sparse_dim
+            values = np.zeros((0,) + tuple(shape[sparse_dim:]), grad._dtype.np_dtype)
+            return make_sparse(np.zeros((sparse_dim, 0), np.int64), values, shape, True, grad._dtype, grad._device)
+
+        return backward
+    if name in _BACKWARD_ERRORS:
+        error = _BACKWARD_ERRORS[name]
+
+        def backward(ctx, grad):
+            raise error()
+
+        return backward
+    return dense_backward
+
+
+@kernel(*SPARSE_UNARY)
+def _unary_kernel(op: OpDef, args: tuple, params: dict):
+    compute, dtype = op.dtype_rule(args, params)
+
+    def impl(a, **params):
+        array = coalesce_array(a._data)
+        values = array.values
+        if compute is not None and values.dtype != compute.np_dtype:
+            values = values.astype(compute.np_dtype)
+        values = np.asarray(op.impl(np, values, **params), dtype.np_dtype)
+        return make_sparse(array.indices, values, array.shape, True, dtype, a._device)
+
+    sparse = OpDef("sparse_" + op.name, impl, _unary_backward(op.name, op.backward), saves=SAVE_INPUTS | SAVE_RESULT,
+                   grad_name=_GRAD_NAMES.get(op.name, op.grad_name))
+    return run(sparse, args, params)
+
+
+@kernel("square")
+def _square_kernel(op: OpDef, args: tuple, params: dict):
+    """torch.square is pow(x, 2) (PowBackward0)."""
+    return args[0].pow(2)
+
+
+# ---------------------------------------------------------------- torch.sparse.softmax / log_softmax
+
+
+def _softmax_groups(array, dim: int):
+    """For a sparse dim: each (coalesced) entry's group, the entries sharing every other sparse index."""
+    keep = [d for d in range(array.sparse_dim) if d != dim]
+    keys = _linear(array.indices[keep], [array.shape[d] for d in keep])
+    _, groups = np.unique(keys, return_inverse=True)
+    return groups.reshape(-1), int(groups.max()) + 1 if len(groups) else 0
+
+
+def _group_reduce(ufunc, values, groups, count, initial):
+    out = np.full((count,) + values.shape[1:], initial, values.dtype)
+    ufunc.at(out, groups, values)
+    return out
+
+
+def _sparse_softmax_impl(input: Tensor, dim: int, log: bool) -> Tensor:
+    array = coalesce_array(input._data)
+    x = array.values
+    if dim >= array.sparse_dim:  # a dense dim: softmax within each entry's values
+        axis = dim - array.sparse_dim + 1
+        shifted = x - x.max(axis=axis, keepdims=True) if x.size else x
+        total = np.exp(shifted).sum(axis=axis, keepdims=True)
+    else:
+        groups, count = _softmax_groups(array, dim)
+        shifted = x - _group_reduce(np.maximum, x, groups, count, -np.inf)[groups]
+        total = _group_reduce(np.add, np.exp(shifted), groups, count, 0)[groups]
+    values = shifted - np.log(total) if log else np.exp(shifted) / total
+    return make_sparse(array.indices, np.asarray(values, x.dtype), array.shape, True, input._dtype, input._device)
+
+
+def _sparse_softmax_backward(ctx, grad):
+    result = ctx.result._data
+    dim, log = ctx.params["dim"], ctx.params["log"]
+    np_dtype = result.values.dtype
+    g = _gather(grad, result.indices, result.values.shape[1:], np_dtype)
+    y = result.values
+    term = g if log else g * y
+    if dim >= result.sparse_dim:
+        total = term.sum(axis=dim - result.sparse_dim + 1, keepdims=True)
+    else:
+        groups, count = _softmax_groups(result, dim)
+        total = _group_reduce(np.add, term, groups, count, 0)[groups]
+    values = g - np.exp(y) * total if log else y * (g - total)
+    return make_sparse(result.indices, np.asarray(values, np_dtype), result.shape, False, grad._dtype, grad._device)
+
+
+SPARSE_SOFTMAX = OpDef("_sparse_softmax", _sparse_softmax_impl, _sparse_softmax_backward,
+                       saves=SAVE_INPUTS | SAVE_RESULT, grad_name="SparseSoftmaxBackward0")
+SPARSE_LOG_SOFTMAX = OpDef("_sparse_log_softmax", _sparse_softmax_impl, _sparse_softmax_backward,
+                           saves=SAVE_INPUTS | SAVE_RESULT, grad_name="SparseLogSoftmaxBackward0")
+
+
+def sparse_softmax(input: Tensor, dim: int, dtype=None, log: bool = False) -> Tensor:
+    """torch.sparse.softmax / log_softmax: over the specified entries only (unspecified ones count as -inf),
+    a coalesced sparse result with the input's pattern."""
+    if not is_sparse(input):
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{'log_' if log else ''}softmax' with arguments "
+                                  "from the 'CPU' backend.")
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._dtype.category < 2:
+        raise NotImplementedError(f"\"{'log_' if log else ''}softmax\" not implemented for "
+                                  f"'{SCALAR_NAMES[input._dtype.name]}'")
+    dim = wrap_dim(dim, input._data.ndim)
+    return run(SPARSE_LOG_SOFTMAX if log else SPARSE_SOFTMAX, (input,), {"dim": dim, "log": log})

@@ -7,11 +7,11 @@ public namespace torch programs call: `torch.sparse.mm`, `torch.sparse.addmm`, `
 
 from __future__ import annotations
 
-from .._ops.sparse_kernels import sparse_addmm, sparse_sum
+from .._ops.sparse_kernels import sparse_addmm, sparse_softmax, sparse_sum
 from .._ops.sparse_ops import is_sparse
 from .._tensor import Tensor
 
-__all__ = ["addmm", "mm", "sum"]
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
 
 def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
@@ -49,3 +49,14 @@ def sum(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A001 - torch.sp
         return input.coalesce().values().sum()
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     return sparse_sum(input, dims)
+
+
+def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Softmax of a sparse COO tensor over `dim`, taken over its specified entries only (unspecified entries
+    count as -inf): a coalesced sparse result with the input's pattern (torch.sparse.softmax)."""
+    return sparse_softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Log of torch.sparse.softmax, computed directly (torch.sparse.log_softmax)."""
+    return sparse_softmax(input, dim, dtype, log=True)
