@@ -192,3 +192,11 @@ def test_scatter_reduce_takes_max_min_spellings(reduce, include_self, dtype):
     expected, got = _both(fn)
     np.testing.assert_array_equal(got, expected)
     assert got.dtype == expected.dtype
+
+
+def test_backward_node_names_capitalise_as_torch():
+    """torch names these nodes Log1PBackward0, Deg2RadBackward0, Rad2DegBackward0 (not the op name capitalised)."""
+    for name in ("log1p", "deg2rad", "rad2deg"):
+        mine = getattr(ember, name)(ember.rand(3, requires_grad=True)).grad_fn.name()
+        theirs = getattr(torch, name)(torch.rand(3, requires_grad=True)).grad_fn.name()
+        assert mine == theirs, name

@@ -118,8 +118,8 @@ def _scalar_name(d: dt.dtype) -> str:
 # ---------------------------------------------------------------- unary math
 
 def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, aliases=(), check=None,
-           out_impl=None):
-    op = pointwise(name, impl, backward, rule=rule, saves=saves, out_impl=out_impl)
+           out_impl=None, grad_name=None):
+    op = pointwise(name, impl, backward, rule=rule, saves=saves, out_impl=out_impl, grad_name=grad_name)
 
     def fn(input, *, out=None):
         if check is not None:
@@ -161,7 +161,8 @@ _unary("log", lambda xp, a: xp.log(a), lambda ctx, g: g / _conj(_input(ctx)), ou
 _unary("log2", lambda xp, a: xp.log2(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN2), out_impl=_ufunc_out("log2"))
 _unary("log10", lambda xp, a: xp.log10(a), lambda ctx, g: g / (_conj(_input(ctx)) * LN10),
        out_impl=_ufunc_out("log10"))
-_unary("log1p", lambda xp, a: xp.log1p(a), lambda ctx, g: g / (_conj(_input(ctx)) + 1), out_impl=_ufunc_out("log1p"))
+_unary("log1p", lambda xp, a: xp.log1p(a), lambda ctx, g: g / (_conj(_input(ctx)) + 1), out_impl=_ufunc_out("log1p"),
+       grad_name="Log1PBackward0")
 _unary("sin", lambda xp, a: xp.sin(a), lambda ctx, g: g * _conj(_input(ctx).cos()), out_impl=_ufunc_out("sin"))
 _unary("cos", lambda xp, a: xp.cos(a), lambda ctx, g: -g * _conj(_input(ctx).sin()), out_impl=_ufunc_out("cos"))
 _unary("tan", lambda xp, a: xp.tan(a), lambda ctx, g: g * _conj(1 + ctx.result.square()), saves=SAVE_RESULT,
@@ -202,8 +203,10 @@ _unary("erfc", lambda xp, a: special_math.erfc(xp, a),
        lambda ctx, g: -g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp())
 _unary("erfinv", lambda xp, a: special_math.erfinv(xp, a),
        lambda ctx, g: g * SQRT_PI_OVER_2 * ctx.result.square().exp(), saves=SAVE_RESULT)
-_unary("deg2rad", lambda xp, a: a * (math.pi / 180), lambda ctx, g: g * (math.pi / 180), saves=0)
-_unary("rad2deg", lambda xp, a: a * (180 / math.pi), lambda ctx, g: g * (180 / math.pi), saves=0)
+_unary("deg2rad", lambda xp, a: a * (math.pi / 180), lambda ctx, g: g * (math.pi / 180), saves=0,
+       grad_name="Deg2RadBackward0")  # (torch's node names capitalise the unit: Deg2Rad, Rad2Deg, Log1P)
+_unary("rad2deg", lambda xp, a: a * (180 / math.pi), lambda ctx, g: g * (180 / math.pi), saves=0,
+       grad_name="Rad2DegBackward0")
 _unary("sinc", lambda xp, a: xp.sinc(a), lambda ctx, g: g * _conj(_sinc_grad(_input(ctx))))
 
 
