@@ -68,7 +68,7 @@ class OpDef:
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
-                 "quantized", "data_dependent", "opmath_scalars", "grad_reads")
+                 "quantized", "quantized_capture", "data_dependent", "opmath_scalars", "grad_reads")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -103,6 +103,9 @@ class OpDef:
         # error), True (a movement op on the integers of a per-tensor tensor, the result keeps the qparams) or
         # a QuantizedCPU kernel (op, args, params) -> result, see _call_quantized and _ops/quantized_ops.py
         self.quantized = False
+        # ember.compile records a call of this op with a quantized operand as a node (its kernel reads the
+        # quantized operands at each replay) instead of breaking the graph; False: the call is a graph break
+        self.quantized_capture = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -327,10 +330,15 @@ def _call_quantized(op, args, params):
     kernel = op.quantized
     if not kernel:
         raise _quantized_error(op)
-    if tracer is not None:  # ember.compile does not capture quantized tensors
+    if tracer is not None and not (op.quantized_capture and kernel is not True):
+        # ember.compile does not capture quantized tensors, except as operands of an op declaring
+        # quantized_capture (the dynamic quantized linear's weight): its replay runs the kernel again
         tracer.graph_break("an op on a quantized tensor", next(a for a in args if isinstance(a, Tensor)))
     if kernel is not True:
-        return kernel(op, args, params)
+        result = kernel(op, args, params)
+        if tracer is not None and op.quantized_capture:
+            tracer.record(op, args, params, result)
+        return result
     tensor = args[0]
     if len(args) != 1 or tensor._qparams is None or tensor._qparams.axis is not None:
         raise _quantized_error(op)

@@ -119,7 +119,7 @@ def _scalar(value) -> bool:
 
 def _settings(value):
     """The namespace (name -> value) of a settings object, whose scalar, tensor and module contents a graph
-    may have baked in; None for anything else.  Settings are: small dicts and lists, `argparse.Namespace`
+    may have baked in; None for anything else.  Settings are: small dicts, lists and tuples, `argparse.Namespace`
     and `SimpleNamespace`, instances of user classes (a dataclass config, slots or not), and user classes and
     user Python modules read as configs (`Config.scale`, `import config; config.SCALE`).  Functions, ember's
     and NumPy's objects (optimizers, loaders) and the standard library's are not."""
@@ -127,6 +127,8 @@ def _settings(value):
     if kind is dict or isinstance(value, dict):  # (OrderedDict, defaultdict: read as settings too)
         return value if len(value) <= _SMALL else None
     if kind is list or kind is collections.deque:  # (a deque of recent rewards read for a baseline)
+        return dict(enumerate(value)) if len(value) <= _SMALL else None
+    if kind is tuple:  # of tensors (a quantized Linear's packed (weight, bias), rebound by set_weight_bias)
         return dict(enumerate(value)) if len(value) <= _SMALL else None
     if kind in _NAMESPACES:
         return value.__dict__

@@ -330,12 +330,10 @@ def choose_quantization_params(low: float, high: float, qmin: int, qmax: int,
     return float(np.float32(scale)), zero_point
 
 
-def linear_dynamic(input: Tensor, weight: Tensor, bias: Tensor | None, reduce_range: bool = True) -> Tensor:
-    """torch.ops.quantized.linear_dynamic on x86: input float32 (..., in), weight quantized qint8 (out, in)."""
-    if input._dtype is not dt.float32:
-        raise RuntimeError(f"expected float32 input for a dynamic quantized linear, got {input._dtype}")
-    _dispatch.host_read("a dynamic quantized linear")
-    values = input._data
+def _linear_dynamic_impl(xp, values, weight_integers, bias=None, *, weight_scale, weight_zero,
+                         reduce_range: bool = True):
+    """The arithmetic of NOTE [ Dynamic quantized linear ] on arrays: float32 `values` (..., in), the weight's
+    integers (out, in) with its float32 scale(s) and zero point(s), an optional bias (out,)."""
     if values.size:
         scale, zero_point = choose_quantization_params(float(values.min()), float(values.max()), 0, 255,
                                                        reduce_range)
@@ -344,6 +342,25 @@ def linear_dynamic(input: Tensor, weight: Tensor, bias: Tensor | None, reduce_ra
     # integers held in float64 so the product runs in BLAS: every partial sum of |qx - zx| <= 255 times
     # |qw - zw| <= 255 stays below 2**53 for any in_features under ~1e11, so the sums are the exact integers
     quantized = _quantize_array(values, scale, zero_point, dt.quint8).astype(np.float64) - zero_point
+    weight_integers = weight_integers.astype(np.float64) - np.asarray(weight_zero, dtype=np.float64).reshape(-1, 1)
+    accumulated = (quantized @ weight_integers.T).astype(np.int32)  # fbgemm accumulates in int32
+    multiplier = (np.float32(scale) * weight_scale).astype(np.float32)
+    # fbgemm's requantization is one fused multiply-add, float32(acc) * multiplier + bias with one rounding;
+    # in float64 the product is exact (24-bit by 24-bit mantissas), so only the sum rounds before float32
+    out = accumulated.astype(np.float32).astype(np.float64) * multiplier.astype(np.float64)
+    if bias is not None:
+        out = out + bias.astype(np.float32).astype(np.float64)
+    return out.astype(np.float32)
+
+
+def _linear_dynamic_kernel(op, args, params) -> Tensor:
+    """The QuantizedCPU kernel (NOTE [ Quantized dtypes ] in ember/_dtype.py): the weight's integers and
+    quantization parameters are read from the weight tensor at each call (a compiled replay included)."""
+    input, weight, bias = args
+    if input._dtype is not dt.float32:
+        raise RuntimeError(f"expected float32 input for a dynamic quantized linear, got {input._dtype}")
+    if isinstance(bias, Tensor) and bias._dtype.category < 0:
+        raise RuntimeError("a dynamic quantized linear expects a float bias")
     qparams = weight._qparams
     if qparams.axis is None:
         weight_scale = np.float32(qparams.scale)
@@ -351,12 +368,24 @@ def linear_dynamic(input: Tensor, weight: Tensor, bias: Tensor | None, reduce_ra
     else:
         weight_scale = qparams.scale._data.astype(np.float32)
         weight_zero = qparams.zero_point._data
-    weight_integers = weight._data.astype(np.float64) - np.asarray(weight_zero, dtype=np.float64).reshape(-1, 1)
-    accumulated = (quantized @ weight_integers.T).astype(np.int32)  # fbgemm accumulates in int32
-    multiplier = (np.float32(scale) * weight_scale).astype(np.float32)
-    # fbgemm's requantization is one fused multiply-add, float32(acc) * multiplier + bias with one rounding;
-    # in float64 the product is exact (24-bit by 24-bit mantissas), so only the sum rounds before float32
-    out = accumulated.astype(np.float32).astype(np.float64) * multiplier.astype(np.float64)
-    if bias is not None:
-        out = out + bias._data.astype(np.float32).astype(np.float64)
-    return Tensor._make(out.astype(np.float32), dt.float32)
+    out = _linear_dynamic_impl(np, input._data, weight._data, None if bias is None else bias._data,
+                               weight_scale=weight_scale, weight_zero=weight_zero, **params)
+    return Tensor._make(out, dt.float32)
+
+
+# quantized::linear_dynamic: the float input and bias and the quantized weight are its operands, so that
+# ember.compile records one node whose replay reads the weight's current integers and parameters (the dispatch
+# routes it to the kernel through the quantized weight; no autograd, as torch records no gradient for it)
+_LINEAR_DYNAMIC = _dispatch.OpDef("linear_dynamic", _linear_dynamic_impl,
+                                  dtype_rule=lambda args, params: (None, dt.float32), upcast_half=False)
+_LINEAR_DYNAMIC.quantized = _linear_dynamic_kernel
+_LINEAR_DYNAMIC.quantized_capture = True
+
+
+def linear_dynamic(input: Tensor, weight: Tensor, bias: Tensor | None, reduce_range: bool = True) -> Tensor:
+    """torch.ops.quantized.linear_dynamic on x86: input float32 (..., in), weight quantized qint8 (out, in)."""
+    if input._dtype is not dt.float32:
+        raise RuntimeError(f"expected float32 input for a dynamic quantized linear, got {input._dtype}")
+    if not isinstance(weight, Tensor) or weight._dtype.category >= 0 or weight._qparams is None:
+        raise RuntimeError("a dynamic quantized linear expects a quantized weight")
+    return _dispatch.call(_LINEAR_DYNAMIC, (input, weight, bias), {"reduce_range": bool(reduce_range)})

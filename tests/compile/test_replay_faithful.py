@@ -398,8 +398,8 @@ def test_data_rebinding_inside_runs_eagerly():
 
 
 def test_host_computed_results_break_the_graph():
-    """A dynamic quantized Linear and matrix_rank compute their results from the input's values outside the
-    ops: the first call's result was a constant of the graph."""
+    """matrix_rank computes its result from the input's values outside the ops (a graph break: the first
+    call's result was a constant of the graph); a dynamic quantized Linear is an op, recomputed by each replay."""
     from ember.ao.quantization import quantize_dynamic
 
     ember.manual_seed(0)
