@@ -61,19 +61,6 @@ def test_accelerator_device_index_context():
                 pass
 
 
-@pytest.fixture
-def emulated_cuda():
-    """ember's cuda device emulated on NumPy for one test (tests/cuda/conftest.py has the same fixture)."""
-    from ember import _backends
-
-    was = _backends.cuda_is_emulated()
-    _backends.emulate_cuda(True)
-    try:
-        yield
-    finally:
-        _backends.emulate_cuda(was)
-
-
 def test_accelerator_forwards_to_cuda_when_it_exists(emulated_cuda):
     acc = ember.accelerator
     assert acc.is_available() and acc.current_accelerator() == ember.device("cuda") and acc.device_count() == 1

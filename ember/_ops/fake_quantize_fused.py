@@ -24,57 +24,7 @@ from .. import _dtype as dt
 from .._dispatch import call
 from .._tensor import Tensor
 from ._api import export
-
-_SMALL_SCALE_THRESHOLD = np.float32(6.1e-5)
-
-
-def choose_quantization_params(low, high, qmin: int, qmax: int, preserve_sparsity: bool) -> tuple:
-    """fbgemm's ChooseQuantizationParams (quant_utils.h) on float32 min/max, in its C++ types:
-    (scale as float32, zero point as int)."""
-    f32 = np.float32
-    low, high = f32(low), f32(high)
-    if not low <= high:
-        raise RuntimeError(f"In ChooseQuantizationParams, min should be less than or equal to max. min: {low} "
-                           f"max: {high}")
-    with np.errstate(all="ignore"):
-        if low < 0 and high > 0 and preserve_sparsity:
-            symmetric_qmin = -((qmax - qmin) // 2 + 1)
-            symmetric_qmax = (qmax - qmin) // 2
-            max_scale = max(abs(low / f32(symmetric_qmin)), abs(high / f32(symmetric_qmax)))  # float
-            low = f32(float(max_scale) * symmetric_qmin)
-            high = f32(float(max_scale) * symmetric_qmax)
-        low = min(low, f32(0.0))
-        high = max(high, f32(0.0))
-        if not qmin < qmax:
-            raise RuntimeError("In ChooseQuantizationParams, qmin should be less than qmax")
-        scale = (float(high) - float(low)) / (qmax - qmin)  # double
-        if f32(scale) == 0.0 or np.isinf(f32(1.0) / f32(scale)):
-            scale = 0.1
-        if scale < float(_SMALL_SCALE_THRESHOLD):
-            original = f32(scale)
-            scale = float(_SMALL_SCALE_THRESHOLD)
-            if low == 0.0:
-                high = f32(_SMALL_SCALE_THRESHOLD * f32(qmax - qmin))
-            elif high == 0.0:
-                low = f32(-_SMALL_SCALE_THRESHOLD * f32(qmax - qmin))
-            else:
-                amplifier = _SMALL_SCALE_THRESHOLD / original
-                low = f32(low * amplifier)
-                high = f32(high * amplifier)
-        from_min = qmin - float(low) / scale
-        from_max = qmax - float(high) / scale
-        from_min_error = abs(qmin) - abs(float(low) / scale)
-        from_max_error = abs(qmax) - abs(float(high) / scale)
-        initial = from_min if from_min_error < from_max_error else from_max
-        if low < 0 and high > 0 and preserve_sparsity:
-            initial = (qmin + qmax) / 2
-    if initial < qmin:
-        zero_point = qmin
-    elif initial > qmax:
-        zero_point = qmax
-    else:
-        zero_point = int(np.rint(initial))
-    return f32(scale), zero_point
+from .quantized import choose_qparams as choose_quantization_params  # fbgemm's, shared
 
 
 def _moving_average(batch: Tensor, running_min: Tensor, running_max: Tensor, averaging_const: float,

@@ -22,7 +22,8 @@ from ._shapes import broadcast_meta
 
 
 def _float_rule(kernel: str):
-    """A dtype rule for floating-only activations: torch's NotImplementedError names its CPU kernel."""
+    """A dtype rule for floating-only ops (activations, softmax): torch's NotImplementedError names its CPU
+    kernel."""
     def rule(args, params):
         dtype = args[0]._dtype
         if dtype.category < 2:
@@ -266,23 +267,13 @@ _SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward", _last_di
 _LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward", _last_dim(_log_softmax_grad), 2)
 
 
-def _softmax_rule_for(kernel: str):
-    def rule(args, params):
-        dtype = args[0]._dtype
-        if dtype.category < 2:
-            raise not_implemented(kernel, dtype)
-        return dtype, dtype
-
-    return rule
-
-
-_softmax_rule = _softmax_rule_for("softmax_lastdim_kernel_impl")
+_softmax_rule = _float_rule("softmax_lastdim_kernel_impl")
 
 
 SOFTMAX = OpDef("softmax", _softmax_impl, _softmax_backward, dtype_rule=_softmax_rule, saves=SAVE_RESULT,
                 meta=lambda args, p: args[0].shape)
 LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward,
-                    dtype_rule=_softmax_rule_for("log_softmax_lastdim_kernel_impl"),
+                    dtype_rule=_float_rule("log_softmax_lastdim_kernel_impl"),
                     saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
 
 

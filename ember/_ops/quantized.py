@@ -292,42 +292,66 @@ def quantized_repr(tensor: Tensor) -> str:
 # quantize_per_tensor; the product accumulates exactly in integers, sum (qx - zx)(qw - zw); the result is
 # fma(float32(acc), float32(x_scale * w_scale), bias): one rounding, emulated in float64 (the product is
 # exact there; the float64 sum can round twice, so in rare ties an output may differ from torch's by 1 ulp).
-_SMALL_SCALE_THRESHOLD = float(np.float32(6.1e-5))
+_SMALL_SCALE_THRESHOLD = np.float32(6.1e-5)
 
 
-def choose_quantization_params(low: float, high: float, qmin: int, qmax: int,
-                               reduce_range: bool = False) -> tuple[float, int]:
-    """fbgemm's ChooseQuantizationParams (no preserve_sparsity, no power-of-two scale): (scale, zero_point)."""
-    if reduce_range:
-        qmin, qmax = qmin // 2, qmax // 2
-    low = float(min(np.float32(low), np.float32(0.0)))
-    high = float(max(np.float32(high), np.float32(0.0)))
-    scale = (high - low) / (qmax - qmin)
-    if float(np.float32(scale)) == 0.0 or np.isinf(np.float32(1.0) / np.float32(scale)):
-        scale = 0.1
-    if scale < _SMALL_SCALE_THRESHOLD:
-        original = np.float32(scale)
-        scale = _SMALL_SCALE_THRESHOLD
-        if low == 0.0:
-            high = float(np.float32(_SMALL_SCALE_THRESHOLD * (qmax - qmin)))
-        elif high == 0.0:
-            low = float(np.float32(-_SMALL_SCALE_THRESHOLD * (qmax - qmin)))
-        else:
-            amplifier = np.float32(_SMALL_SCALE_THRESHOLD) / original
-            low = float(np.float32(low) * amplifier)
-            high = float(np.float32(high) * amplifier)
-    from_min = qmin - low / scale
-    from_max = qmax - high / scale
-    from_min_error = abs(qmin) - abs(low / scale)
-    from_max_error = abs(qmax) - abs(high / scale)
-    initial = from_min if from_min_error < from_max_error else from_max
+def choose_qparams(low, high, qmin: int, qmax: int, preserve_sparsity: bool = False) -> tuple:
+    """fbgemm's ChooseQuantizationParams (quant_utils.h) on float32 min/max, in its C++ types:
+    (scale as float32, zero point as int)."""
+    f32 = np.float32
+    low, high = f32(low), f32(high)
+    if not low <= high:
+        raise RuntimeError(f"In ChooseQuantizationParams, min should be less than or equal to max. min: {low} "
+                           f"max: {high}")
+    with np.errstate(all="ignore"):
+        if low < 0 and high > 0 and preserve_sparsity:
+            symmetric_qmin = -((qmax - qmin) // 2 + 1)
+            symmetric_qmax = (qmax - qmin) // 2
+            max_scale = max(abs(low / f32(symmetric_qmin)), abs(high / f32(symmetric_qmax)))  # float
+            low = f32(float(max_scale) * symmetric_qmin)
+            high = f32(float(max_scale) * symmetric_qmax)
+        low = min(low, f32(0.0))
+        high = max(high, f32(0.0))
+        if not qmin < qmax:
+            raise RuntimeError("In ChooseQuantizationParams, qmin should be less than qmax")
+        scale = (float(high) - float(low)) / (qmax - qmin)  # double
+        if f32(scale) == 0.0 or np.isinf(f32(1.0) / f32(scale)):
+            scale = 0.1
+        if scale < float(_SMALL_SCALE_THRESHOLD):
+            original = f32(scale)
+            scale = float(_SMALL_SCALE_THRESHOLD)
+            if low == 0.0:
+                high = f32(_SMALL_SCALE_THRESHOLD * f32(qmax - qmin))
+            elif high == 0.0:
+                low = f32(-_SMALL_SCALE_THRESHOLD * f32(qmax - qmin))
+            else:
+                amplifier = _SMALL_SCALE_THRESHOLD / original
+                low = f32(low * amplifier)
+                high = f32(high * amplifier)
+        from_min = qmin - float(low) / scale
+        from_max = qmax - float(high) / scale
+        from_min_error = abs(qmin) - abs(float(low) / scale)
+        from_max_error = abs(qmax) - abs(float(high) / scale)
+        initial = from_min if from_min_error < from_max_error else from_max
+        if low < 0 and high > 0 and preserve_sparsity:
+            initial = (qmin + qmax) / 2
     if initial < qmin:
         zero_point = qmin
     elif initial > qmax:
         zero_point = qmax
     else:
         zero_point = int(np.rint(initial))
-    return float(np.float32(scale)), zero_point
+    return f32(scale), zero_point
+
+
+def choose_quantization_params(low: float, high: float, qmin: int, qmax: int,
+                               reduce_range: bool = False) -> tuple[float, int]:
+    """choose_qparams for a dynamic quantized linear's activations (reduce_range halves the integer range):
+    (scale as a Python float, zero_point)."""
+    if reduce_range:
+        qmin, qmax = qmin // 2, qmax // 2
+    scale, zero_point = choose_qparams(low, high, qmin, qmax)
+    return float(scale), zero_point
 
 
 def _linear_dynamic_impl(xp, values, weight_integers, bias=None, *, weight_scale, weight_zero,

@@ -22,16 +22,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-@pytest.fixture
-def emulated_cuda():
-    """Switch emulated cuda on for one test, and back to what it was after."""
-    from ember import _backends
-
-    was = _backends.cuda_is_emulated()
-    _backends.emulate_cuda(True)
-    try:
-        yield
-    finally:
-        _backends.emulate_cuda(was)
