@@ -1,10 +1,13 @@
-"""ember.save / ember.load: checkpoints in PyTorch's zip format, so torch.load reads ember's and back.
+"""ember.save / ember.load: checkpoints in PyTorch's formats, so torch.load reads ember's and back.
 
     ember.save(model.state_dict(), "model.pt")          # torch.load("model.pt") reads it
     state = ember.load("model.pt")                      # weights_only=True: data only, no code runs
     state = ember.load("big.pt", mmap=True)             # storages mapped from the file, read on first touch
+    ember.save(state, "old.pt", _use_new_zipfile_serialization=False)   # torch's legacy format
 
-The container is torch's (ember/_serialization/archive.py); the pickle inside
+The container is torch's zip archive (ember/_serialization/archive.py) or,
+for files from torch < 1.6 and `_use_new_zipfile_serialization=False`, its
+legacy sequence of pickles (ember/_serialization/legacy.py); the pickle inside
 names torch's globals (ember/_serialization/pickling.py), and ember maps them
 back to its own tensors on load.  ember never imports torch.
 
@@ -34,8 +37,9 @@ import tempfile
 import zipfile
 import zlib
 
-from ._device import as_device
+from ._device import CPU, as_device
 from ._device import device as Device
+from ._serialization import legacy
 from ._serialization.archive import ArchiveReader, ArchiveWriter, CorruptArchive, serialization_id
 from ._serialization.pickling import (
     ALLOWED_GLOBALS,
@@ -124,7 +128,7 @@ def get_unsafe_globals_in_checkpoint(f) -> list[str]:
 
     Only GLOBAL opcodes are read, so (as in torch) globals a pickle builds some other way are not listed.
     """
-    with _open_for_reading(f, False) as fileobj:
+    with _open_for_reading(f) as fileobj:
         magic = fileobj.read(4)
         fileobj.seek(-len(magic), io.SEEK_CUR)
         if magic not in _ZIP_MAGIC:
@@ -157,6 +161,8 @@ def save(
         f: a path (str or os.PathLike), written atomically, or a writable binary file object.
         pickle_module: only the standard `pickle` is supported (ember writes torch's globals itself).
         pickle_protocol: 2, as torch, so torch's weights-only loader accepts the result.
+        _use_new_zipfile_serialization: False writes torch's legacy (pre-1.6) format, which torch.load reads
+            too (no mmap, no random access to records).
 
     Example::
 
@@ -166,22 +172,27 @@ def save(
         >>> ember.load(io.BytesIO(buffer.getvalue()))["w"]
         tensor([1., 1.])
     """
-    if not _use_new_zipfile_serialization:
-        raise NotImplementedError("ember writes only the zip checkpoint format (_use_new_zipfile_serialization=True)")
     if pickle_module is not pickle:
         raise NotImplementedError("ember.save supports only the standard pickle module")
     if pickle_protocol < 2:
         raise ValueError(f"pickle_protocol must be at least 2, got {pickle_protocol}")
+
+    def write(fileobj, archive_name: str) -> None:
+        if _use_new_zipfile_serialization:
+            _write_checkpoint(obj, fileobj, archive_name, pickle_protocol, not _disable_byteorder_record)
+        else:
+            legacy.write_legacy(obj, fileobj, pickle_protocol)
+
     if isinstance(f, (str, os.PathLike)):
-        _save_to_path(obj, os.fspath(f), pickle_protocol, not _disable_byteorder_record)
+        _save_to_path(os.fspath(f), write)
         return
     if not hasattr(f, "write"):
         raise AttributeError(f"expected 'f' to be a path or a writable file object, got {type(f).__name__}")
-    if _seekable(f):
-        _write_checkpoint(obj, f, "archive", pickle_protocol, not _disable_byteorder_record)
+    if _seekable(f) or not _use_new_zipfile_serialization:
+        write(f, "archive")
     else:  # zipfile needs to seek back over each record's header: build it in memory, then stream it out
         buffer = io.BytesIO()
-        _write_checkpoint(obj, buffer, "archive", pickle_protocol, not _disable_byteorder_record)
+        write(buffer, "archive")
         f.write(buffer.getbuffer())
 
 
@@ -209,7 +220,7 @@ def _archive_name(path: str) -> str:
     return stem or "archive"
 
 
-def _save_to_path(obj, path: str, protocol: int, byteorder_record: bool) -> None:
+def _save_to_path(path: str, write) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise RuntimeError(f"Parent directory {directory} does not exist.")
@@ -217,7 +228,7 @@ def _save_to_path(obj, path: str, protocol: int, byteorder_record: bool) -> None
     handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
-            _write_checkpoint(obj, out, _archive_name(path), protocol, byteorder_record)
+            write(out, _archive_name(path))
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, mode)
@@ -268,7 +279,7 @@ def load(
     mmap: bool | None = None,
     **pickle_load_args,
 ):
-    """Load an object saved by ember.save or torch.save (zip format).
+    """Load an object saved by ember.save or torch.save: the zip format, or the legacy one of torch < 1.6.
 
     Args:
         f: a path, or a readable binary file object.
@@ -277,7 +288,8 @@ def load(
         pickle_module: a pickle module for full loads (weights_only=False only).
         weights_only: True (the default) restricts the pickle to tensors, containers and the other
             allow-listed globals (see add_safe_globals); False unpickles anything (only for trusted files).
-        mmap: map the storages from the file instead of reading them (needs a path or a real file).
+        mmap: map the storages from the file instead of reading them (needs a path or a real file, and the
+            zip format: a legacy file raises torch's RuntimeError).
 
     Raises:
         pickle.UnpicklingError: the file names a global a weights-only load does not allow.
@@ -288,11 +300,18 @@ def load(
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     unpickler_base = TorchUnpickler if pickle_module in (None, pickle) else _custom_unpickler(pickle_module)
+    pickle_load_args.setdefault("encoding", "utf-8")  # as torch: Python 2's strings, in old legacy files
     name = _describe(f)
-    with _open_for_reading(f, bool(mmap)) as fileobj:
+    with _open_for_reading(f) as fileobj:
+        kind = _checkpoint_format(fileobj)
+        _check_request(f, kind, bool(mmap), weights_only)
         try:
-            reader = _open_archive(fileobj)
-            return _load_archive(reader, map_location, weights_only, bool(mmap), unpickler_base, pickle_load_args)
+            if kind == "zip":
+                reader = ArchiveReader(fileobj)
+                return _load_archive(reader, map_location, weights_only, bool(mmap), unpickler_base, pickle_load_args)
+            if kind == "empty":
+                raise CorruptArchive("the file is empty")
+            return _load_legacy(fileobj, map_location, weights_only, unpickler_base, pickle_load_args)
         except (ForbiddenGlobal, MissingCounterpart, _LoadError):
             raise
         except Exception as error:
@@ -321,13 +340,11 @@ def _describe(f) -> str:
 
 
 @contextlib.contextmanager
-def _open_for_reading(f, mmap: bool):
+def _open_for_reading(f):
     if isinstance(f, (str, os.PathLike)):
         with open(os.fspath(f), "rb") as fileobj:
             yield fileobj
         return
-    if mmap and not _has_fileno(f):
-        raise ValueError("f must be a file path or a real file in order to use the mmap argument")
     if not hasattr(f, "read"):
         raise AttributeError(f"expected 'f' to be a path or a readable file object, got {type(f).__name__}")
     yield f if _seekable(f) else io.BytesIO(f.read())
@@ -341,20 +358,35 @@ def _has_fileno(f) -> bool:
     return True
 
 
-def _open_archive(fileobj) -> ArchiveReader:
+def _checkpoint_format(fileobj) -> str:
+    """The file's format from its first bytes, as torch tells them: zip, tar (torch < 0.4), empty, or else
+    legacy (torch < 1.6; a file that is none of these fails there, on its magic number, as in torch)."""
     start = fileobj.tell()
-    magic = fileobj.read(4)
+    head = fileobj.read(512)
     fileobj.seek(start)
-    if magic not in _ZIP_MAGIC:
-        if not magic:
-            raise CorruptArchive("the file is empty")
-        if magic[:1] == b"\x80":
-            raise CorruptArchive(
-                "it is a raw pickle or torch's legacy (pre-1.6, non-zip) format, which ember does "
-                "not read; re-save it with torch.save(obj, f) from a recent torch"
-            )
-        raise CorruptArchive(f"it does not start with a zip header (first bytes {magic!r})")
-    return ArchiveReader(fileobj)
+    if head[:4] in _ZIP_MAGIC:
+        return "zip"
+    if not head:
+        return "empty"
+    return "tar" if legacy.is_tar(head) else "legacy"
+
+
+def _check_request(f, kind: str, mmap: bool, weights_only: bool) -> None:
+    """Refusals that depend on the format, before anything is unpickled: mmap needs a zip file (torch's
+    errors), and ember reads no tar files."""
+    if kind == "zip":
+        if mmap and not isinstance(f, (str, os.PathLike)) and not _has_fileno(f):
+            raise ValueError("f must be a file path or a real file in order to use the mmap argument")
+        return
+    if mmap:
+        named = f"{f}, " if isinstance(f, str) else ""
+        raise RuntimeError(
+            "mmap can only be used with files saved with "
+            f"`torch.save({named}_use_new_zipfile_serialization=True), "
+            "please torch.save your checkpoint with this option in order to use mmap."
+        )
+    if kind == "tar":  # torch reads these only with weights_only=False; ember not at all
+        raise RuntimeError(f"{_describe(f)} {legacy.TAR_MESSAGE}")
 
 
 def _load_archive(reader: ArchiveReader, map_location, weights_only: bool, mmap: bool, unpickler_base, kwargs):
@@ -379,17 +411,44 @@ def _load_archive(reader: ArchiveReader, map_location, weights_only: bool, mmap:
     return result
 
 
+def _load_legacy(fileobj, map_location, weights_only: bool, unpickler_base, kwargs):
+    """A legacy file's object: its storages are made empty where map_location puts them, then filled."""
+
+    def new_storage(dtype, location: str, numel: int) -> LoadedStorage:
+        if _is_map_function(map_location):
+            return _call_map_location(map_location, LoadedStorage.empty(dtype, numel, CPU), location)
+        return LoadedStorage.empty(dtype, numel, _target_device(location, map_location))
+
+    return legacy.read_legacy(
+        fileobj,
+        unpickler_base,
+        new_storage,
+        weights_only=weights_only,
+        user_globals=_user_globals(),
+        pickle_load_args=kwargs,
+    )
+
+
+def _is_map_function(map_location) -> bool:
+    return callable(map_location) and not isinstance(map_location, (str, Device, dict))
+
+
+def _call_map_location(map_location, storage: LoadedStorage, location: str) -> LoadedStorage:
+    """torch's rule for a callable map_location: its result, or the saved location when it returns None."""
+    mapped = map_location(storage, location)
+    if mapped is None:
+        return storage.to(_target_device(location, None))
+    if isinstance(mapped, (str, Device)):
+        return storage.to(as_device(mapped))
+    if not isinstance(mapped, LoadedStorage):
+        raise _LoadError(f"map_location returned {type(mapped).__name__}; expected a storage, device or None")
+    return mapped
+
+
 def _read_storage(reader, dtype, key, location, numel, map_location, mmap, swap) -> LoadedStorage:
-    if callable(map_location) and not isinstance(map_location, (str, Device, dict)):
+    if _is_map_function(map_location):
         storage = _read_storage(reader, dtype, key, location, numel, "cpu", mmap, swap)
-        mapped = map_location(storage, location)
-        if mapped is None:
-            return storage.to(_target_device(location, None))
-        if isinstance(mapped, (str, Device)):
-            return storage.to(as_device(mapped))
-        if not isinstance(mapped, LoadedStorage):
-            raise _LoadError(f"map_location returned {type(mapped).__name__}; expected a storage, device or None")
-        return mapped
+        return _call_map_location(map_location, storage, location)
     device = _target_device(location, map_location)
     nbytes = numel * dtype.itemsize
     if device.type == "meta":

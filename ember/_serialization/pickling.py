@@ -284,6 +284,33 @@ class LoadedStorage:
         self.numel = numel
         self.storage = Storage(array if array is not None else MetaArray((numel,), dtype.np_dtype))
 
+    @classmethod
+    def empty(cls, dtype: dt.dtype, numel: int, device) -> LoadedStorage:
+        """An uninitialised storage on `device`, for legacy files, whose bytes follow the pickle (see `fill`)."""
+        device = as_device(device)
+        if device.type == "meta":
+            return cls(None, dtype, device, numel)
+        return cls(np.empty(numel, dtype.np_dtype), dtype, CPU, numel).to(device)
+
+    def fill(self, host: np.ndarray) -> None:
+        """Copy this storage's elements (a host array) in, in place, so tensors already built over it see them."""
+        if self.array is None:
+            return
+        if isinstance(self.array, np.ndarray):
+            self.array[...] = host
+        else:
+            self.array[...] = _device_module(self.device).asarray(host)
+
+    def view(self, offset: int, numel: int) -> LoadedStorage:
+        """A storage over `numel` elements of this one from `offset`, sharing its memory (legacy files from
+        torch < 1.0, which saved storage slices); like torch's, tensors over it count offsets from its start."""
+        if not (isinstance(offset, int) and isinstance(numel, int) and 0 <= offset and 0 <= numel):
+            raise ValueError(f"invalid storage view: offset {offset!r:.50}, size {numel!r:.50}")
+        if offset + numel > self.numel:
+            raise ValueError(f"a storage view of {numel} elements at {offset} runs past its storage of {self.numel}")
+        array = None if self.array is None else self.array[offset : offset + numel]
+        return LoadedStorage(array, self.dtype, self.device, numel)
+
     def size(self) -> int:
         return self.numel
 
@@ -503,6 +530,8 @@ def _torch_allowed_globals() -> dict:
     for dtype in _SAVED_DTYPES:
         allowed[f"torch.{dtype.name}"] = dtype
         allowed[f"torch.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
+    for dtype in dt.ALL_DTYPES:  # legacy files from old torch name a CUDA tensor's storage torch.cuda.FloatStorage
+        allowed[f"torch.cuda.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
     for name, scheme in _quantized._QSCHEMES.items():
         allowed[f"torch.{name}"] = scheme
     return allowed
