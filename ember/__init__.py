@@ -33,6 +33,8 @@ from ._dtype import (
 )
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
 from ._tensor import Size, Tensor
+from . import _torch_function  # noqa: F401 - Tensor.__torch_function__ and the protocol (ember/_torch_function.py)
+from . import _C  # noqa: E402 - torch._C's protocol switches
 from ._autograd.grad_mode import (
     enable_grad,
     inference_mode,

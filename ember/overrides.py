@@ -1,10 +1,11 @@
 """ember.overrides: torch.overrides, the helpers of the ``__torch_function__`` protocol.
 
-ember's tensors do not dispatch through ``__torch_function__`` (there is no override hook in ember's dispatch),
-so for ember tensors and plain objects ``has_torch_function`` is False and functions run directly.  An object
-whose class defines ``__torch_function__`` is reported as overriding, and :func:`handle_torch_function` calls its
-``__torch_function__`` as torch does, so library code written against this module (checks first, then
-``handle_torch_function``) keeps working.  Torch function modes (TorchFunctionMode) are not supported.
+Tensor subclasses take part as in torch (ember/_torch_function.py: their ops dispatch to their
+``__torch_function__``, whose default keeps their class); ``Tensor``, ``Parameter`` and ``Buffer`` do not
+override.  An object of another class that defines ``__torch_function__`` is reported as overriding, and
+:func:`handle_torch_function` calls its ``__torch_function__`` as torch does, so library code written against
+this module (checks first, then ``handle_torch_function``) keeps working.  Torch function modes
+(TorchFunctionMode) are not supported.
 """
 
 from __future__ import annotations
@@ -39,11 +40,10 @@ def _tensor_types() -> tuple:
 
 
 def _overrides(value) -> bool:
-    """Whether `value`'s class takes part in __torch_function__ (ember's Tensor and Parameter do not)."""
-    kind = type(value)
-    if kind in _tensor_types():
-        return False
-    return getattr(kind, "__torch_function__", None) is not None
+    """Whether `value`'s class takes part in __torch_function__ (ember's Tensor, Parameter and Buffer do not)."""
+    from ._torch_function import overrides
+
+    return overrides(type(value))
 
 
 def has_torch_function(relevant_args: Iterable[Any]) -> bool:

@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _torch_function
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
@@ -366,6 +366,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.disabled or config.disable or _dispatch.tracer is not None:
             return self.fn(*args, **kwargs)  # inside another capture: inline (the outer tracer records it)
+        if _torch_function.dispatching(args, kwargs):
+            # a Tensor subclass with __torch_function__: its Python handler runs on every op, and a replay (plain
+            # op calls) would skip it and return plain tensors, so the call runs eagerly
+            return self.fn(*args, **kwargs)
         if state.saved_hooks and state.enabled:
             # under saved-tensor hooks (non-reentrant checkpoint, save_on_cpu) every saved tensor must go through
             # them, and a checkpoint's recompute must save what its forward saved: a capture's traced run and a

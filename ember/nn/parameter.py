@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
+from .._torch_function import _disabled_torch_function_impl, activate
 
 
 class Parameter(Tensor):
     """A Tensor that a Module registers as a parameter when assigned as an attribute."""
 
     _is_param = True
+    __torch_function__ = _disabled_torch_function_impl  # ops on a Parameter return plain tensors, as in torch
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -42,6 +44,8 @@ def _rebuild_parameter(data, requires_grad):
 class Buffer(Tensor):
     """Marks a tensor to be registered as a buffer when assigned to a Module (torch.nn.Buffer)."""
 
+    __torch_function__ = _disabled_torch_function_impl
+
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
             from .. import empty
@@ -53,7 +57,24 @@ class Buffer(Tensor):
 
 
 class UninitializedTensorMixin:
-    """Shared behaviour of uninitialized parameters/buffers: no data until materialize()."""
+    """Shared behaviour of uninitialized parameters/buffers: no data until materialize().  Any other use raises
+    torch's ValueError, through ``__torch_function__`` (the protocol is switched on when one is made)."""
+
+    # what torch lets through (UninitializedTensorMixin._allowed_methods), looked up on Tensor when checked
+    _allowed_names = ("__hash__", "size", "copy_", "is_complex", "is_floating_point", "half", "float", "double",
+                      "char", "short", "int", "long", "cuda", "cpu", "to", "get_device")
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # (a property's getter -- `.data`, `.T` -- is a method-wrapper, which torch lets through too)
+        if type(func).__name__ == "method-wrapper" or any(func is getattr(Tensor, name, None)
+                                                             for name in cls._allowed_names):
+            return super().__torch_function__(func, types, args, kwargs or {})
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {func}. This error happens when you are using a "
+            f"`LazyModule` or explicitly manipulating `torch.nn.parameter.{cls.__name__}` objects. When using "
+            "LazyModules Call `forward` with a dummy batch to initialize the parameters before calling torch "
+            "functions")
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         from .. import empty
@@ -85,6 +106,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         from .. import empty
 
+        activate()
         data = empty(0, device=device, dtype=dtype)
         return data._make_subclass_of(cls, requires_grad)
 
