@@ -329,11 +329,63 @@ def _check_matrix(tensor: Tensor, name: str) -> None:
                            f"{tensor._data.sparse_dim} sparse and {tensor._data.dense_dim} dense dimensions")
 
 
+def sparse_product_array(a, b, np_dtype):
+    """a @ b of two sparse matrices (SparseCOOArrays), coalesced: each entry (i, p) of a meets the entries of
+    b's row p; products landing on one (i, j) are summed, and a sum that cancels to 0 stays an entry, as in
+    torch."""
+    a, b = coalesce_array(a), coalesce_array(b)  # b's entries sorted by row: each row is one run
+    b_rows = b.indices[0]
+    starts = np.searchsorted(b_rows, a.indices[1], "left")
+    counts = np.searchsorted(b_rows, a.indices[1], "right") - starts
+    a_entry = np.repeat(np.arange(a.nnz), counts)
+    b_entry = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    indices = np.stack([a.indices[0][a_entry], b.indices[1][b_entry]]).astype(np.int64)
+    values = a.values.astype(np_dtype, copy=False)[a_entry] * b.values.astype(np_dtype, copy=False)[b_entry]
+    return coalesce_array(type(a)(indices, values, (a.shape[0], b.shape[1]), False))
+
+
+def _sparse_mm_impl(a: Tensor, b: Tensor) -> Tensor:
+    product = sparse_product_array(a._data, b._data, a._dtype.np_dtype)
+    return make_sparse(product.indices, product.values, product.shape, True, a._dtype, a._device)
+
+
+def _sparse_mm_backward(ctx, grad):
+    """MmBackward0's formula on sparse operands: grad @ b^T and a^T @ grad, whatever their layouts."""
+    a, b = ctx.inputs
+    return (grad.mm(b.t()) if a._requires_grad else None, a.t().mm(grad) if b._requires_grad else None)
+
+
+def _sparse_sparse_matmul_backward(ctx, grad):
+    """torch.sparse.mm's (SparseSparseMatmulBackward0): the same products, kept at each operand's own entries."""
+    a, b = ctx.inputs
+    grads = _sparse_mm_backward(ctx, grad)
+    return tuple(None if g is None else sparse_mask(g, operand) for g, operand in zip(grads, (a, b)))
+
+
+SPARSE_MM = sparse_op("mm", "MmBackward0", _sparse_mm_impl, _sparse_mm_backward)
+SPARSE_SPARSE_MATMUL = sparse_op("_sparse_sparse_matmul", "SparseSparseMatmulBackward0", _sparse_mm_impl,
+                                 _sparse_sparse_matmul_backward)
+
+
+def sparse_sparse_matmul(a: Tensor, b: Tensor) -> Tensor:
+    """torch.sparse.mm of two sparse matrices: a sparse product whose gradients keep the operands' patterns."""
+    for tensor in (a, b):
+        _check_matrix(tensor, "sparse.mm")
+    _check_product(a, b)
+    return run(SPARSE_SPARSE_MATMUL, (a, b))
+
+
+def _check_product(a: Tensor, b: Tensor) -> None:
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+                           f"{b.shape[0]}x{b.shape[1]})")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected mat1 and mat2 to have the same dtype, but got: {a._dtype} != {b._dtype}")
+
+
 def _product(a: Tensor, b: Tensor) -> np.ndarray:
     """a @ b with one sparse operand, as a dense array."""
     np_dtype = a._dtype.np_dtype
-    if is_sparse(a) and is_sparse(b):
-        raise NotImplementedError("ember: the product of two sparse tensors is not supported yet")
     if is_sparse(a):
         return spmm_array(a._data, np.asarray(b._data, np_dtype), np_dtype)
     array = b._data  # dense @ sparse = (sparse^T @ dense^T)^T
@@ -345,6 +397,9 @@ def _product(a: Tensor, b: Tensor) -> np.ndarray:
 def _mm_kernel(op: OpDef, args: tuple, params: dict):
     for tensor in args:
         _check_matrix(tensor, "mm")
+    if is_sparse(args[0]) and is_sparse(args[1]):  # a sparse result
+        _check_product(*args)
+        return run(SPARSE_MM, args)
 
     def impl(a, b):
         return Tensor._make(_product(a, b), a._dtype, a._device)

@@ -7,7 +7,7 @@ public namespace torch programs call: `torch.sparse.mm`, `torch.sparse.addmm`, `
 
 from __future__ import annotations
 
-from .._ops.sparse_kernels import sparse_addmm, sparse_softmax, sparse_sum
+from .._ops.sparse_kernels import sparse_addmm, sparse_softmax, sparse_sparse_matmul, sparse_sum
 from .._ops.sparse_ops import is_sparse
 from .._tensor import Tensor
 
@@ -16,7 +16,8 @@ __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
 def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     """mat1 @ mat2 with a sparse mat1: the dense product, whose gradient for mat1 is sparse with mat1's
-    (coalesced) pattern (SparseAddmmBackward0), as torch.sparse.mm.
+    (coalesced) pattern (SparseAddmmBackward0), as torch.sparse.mm; with a sparse mat2 too, a sparse product
+    whose gradients keep each operand's pattern (SparseSparseMatmulBackward0).
 
     Example::
 
@@ -30,6 +31,8 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
         raise NotImplementedError("ember: torch.sparse.mm(reduce=...) is not supported")
     if is_sparse(mat1) and not is_sparse(mat2):
         return sparse_addmm(None, mat1, mat2, beta=0)
+    if is_sparse(mat1) and is_sparse(mat2):
+        return sparse_sparse_matmul(mat1, mat2)
     return mat1.mm(mat2)
 
 

@@ -504,3 +504,49 @@ def test_pickle_and_deepcopy():
     for clone in (copy.deepcopy(e), pickle.loads(pickle.dumps(e))):
         check(clone, t)
         assert clone.requires_grad
+
+
+# ---------------------------------------------------------------- sparse @ sparse
+
+
+def _sparse_pair(array, requires_grad=False):
+    return (ember.tensor(array).to_sparse().requires_grad_(requires_grad),
+            torch.tensor(array).to_sparse().requires_grad_(requires_grad))
+
+
+@pytest.mark.parametrize("name", ["mm", "matmul", "@", "sparse.mm"])
+@pytest.mark.parametrize("upstream", ["sparse", "dense"])
+def test_sparse_sparse_product_and_gradients(name, upstream):
+    """A sparse product (coalesced, cancelling sums kept as entries); mm's gradients are the full products
+    (MmBackward0), torch.sparse.mm's keep each operand's pattern (SparseSparseMatmulBackward0)."""
+    rng = np.random.default_rng(2)
+    a_array = np.maximum(rng.standard_normal((5, 6)), 0)
+    b_array = np.maximum(rng.standard_normal((6, 4)), 0)
+    weights = rng.standard_normal((5, 4))
+    results = []
+    ae, at = _sparse_pair(a_array, True)
+    be, bt = _sparse_pair(b_array, True)
+    for m, a, b in ((ember, ae, be), (torch, at, bt)):
+        product = {"mm": lambda: m.mm(a, b), "matmul": lambda: m.matmul(a, b), "@": lambda: a @ b,
+                   "sparse.mm": lambda: m.sparse.mm(a, b)}[name]()
+        w = m.tensor(weights)
+        loss = m.sparse.sum(product * w.to_sparse()) if upstream == "sparse" else (product.to_dense() * w).sum()
+        loss.backward()
+        results.append((product, a.grad, b.grad))
+    (pe, gae, gbe), (pt, gat, gbt) = results
+    assert pe.grad_fn.name() == pt.grad_fn.name()
+    check(pe, pt, rtol=1e-12, atol=1e-12)
+    for e, t in ((gae, gat), (gbe, gbt)):
+        assert e.is_sparse == t.is_sparse
+        if t.is_sparse:
+            assert e._nnz() == t._nnz()
+        check_dense_equal(e, t, rtol=1e-12, atol=1e-12)
+
+
+def test_sparse_sparse_product_errors_and_empty():
+    a_array = np.ones((2, 3))
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match="cannot be multiplied"):
+            m.mm(m.tensor(a_array).to_sparse(), m.tensor(a_array).to_sparse())
+    empty = ember.mm(ember.zeros(3, 2).to_sparse(), ember.zeros(2, 3).to_sparse())
+    assert empty.is_sparse and empty._nnz() == 0 and tuple(empty.shape) == (3, 3) and empty.is_coalesced()
