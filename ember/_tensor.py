@@ -807,6 +807,10 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
+    def __reversed__(self):
+        """reversed(t): torch's gives the tensor flipped along dim 0 (a 0-d tensor as it is)."""
+        return self if self._data.ndim == 0 else self.flip(0)
+
     def __hash__(self) -> int:
         return id(self)
 

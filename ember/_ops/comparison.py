@@ -11,14 +11,17 @@ from .._dispatch import OpDef, call, compare, promote
 from .._tensor import SCALAR_NAMES, Tensor
 from . import special_math
 from ._api import export, finish_out
-from .elementwise import _binary, _integral_only, pointwise
+from .elementwise import _binary, _integral_only, _kernel_missing, _rejecting, pointwise
 
 # the comparisons torch runs on quantized tensors (by dequantizing them): ember/_ops/quantized_ops.py
 QUANTIZED_COMPARISONS: list = []
 
 
 def _comparison(name, impl, aliases=(), tensors_only=False):
-    op = pointwise(name, impl, None, rule=compare, saves=0)
+    rule = compare
+    if name in ("lt", "le", "gt", "ge"):  # complex numbers have no order: torch's kernels have no complex version
+        rule = _rejecting(compare, _kernel_missing(f"{name}_cpu", complex_=True))
+    op = pointwise(name, impl, None, rule=rule, saves=0)
     if name in ("eq", "ne", "lt", "le", "gt", "ge"):
         QUANTIZED_COMPARISONS.append(op)
     return _binary(name, op, aliases=aliases, tensors_only=tensors_only, tensor_input=True)

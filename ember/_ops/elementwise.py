@@ -115,6 +115,49 @@ def _scalar_name(d: dt.dtype) -> str:
     return SCALAR_NAMES[d.name]
 
 
+def _kernel_missing(kernel, *, bool_=False, integral=False, complex_=False):
+    """An error rule for _rejecting: torch's NotImplementedError for a CPU kernel with no version for the
+    operands' dtype (bool, the integral dtypes, the complex dtypes, as flagged)."""
+
+    def error(dtype, params):
+        if ((bool_ and dtype is dt.bool_) or (integral and dtype.category == 1 and dtype is not dt.bool_)
+                or (complex_ and dtype.is_complex)):
+            return NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dtype)}\'')
+        return None
+
+    return error
+
+
+def _complex_unsupported(exception, message):
+    """An error rule for _rejecting: torch's own check (not its kernel table) refusing complex operands."""
+
+    def error(dtype, params):
+        return exception(message) if dtype.is_complex else None
+
+    return error
+
+
+def _rejecting(rule, *errors):
+    """`rule`, after torch's dtype checks: each of `errors` maps the operands' promoted dtype (and the op's
+    params) to the exception torch raises for it, or None; the first exception found is raised."""
+
+    def checked(args, params):
+        dtype = args[0]._dtype if len(args) == 1 else _promoted(args)
+        for error in errors:
+            exception = error(dtype, params)
+            if exception is not None:
+                raise exception
+        return rule(args, params)
+
+    return checked
+
+
+def _promoted(args):
+    from .._dispatch import result_type_of_args
+
+    return result_type_of_args(args)
+
+
 # ---------------------------------------------------------------- unary math
 
 def _unary(name, impl, backward=None, *, rule=promote_float, saves=SAVE_INPUTS, aliases=(), check=None,
@@ -198,15 +241,22 @@ _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda ctx, g: -g * _conj(c
 _unary("sigmoid", lambda xp, a: special_math.sigmoid(xp, a),
        lambda ctx, g: g * _conj(ctx.result * (1 - ctx.result)), saves=SAVE_RESULT)
 _unary("erf", lambda xp, a: special_math.erf(xp, a),
-       lambda ctx, g: g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp())
+       lambda ctx, g: g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp(),
+       rule=_rejecting(promote_float, _kernel_missing("erf_vml_cpu", complex_=True)))
 _unary("erfc", lambda xp, a: special_math.erfc(xp, a),
-       lambda ctx, g: -g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp())
+       lambda ctx, g: -g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp(),
+       rule=_rejecting(promote_float, _kernel_missing("erfc_vml_cpu", complex_=True)))
 _unary("erfinv", lambda xp, a: special_math.erfinv(xp, a),
-       lambda ctx, g: g * SQRT_PI_OVER_2 * ctx.result.square().exp(), saves=SAVE_RESULT)
+       lambda ctx, g: g * SQRT_PI_OVER_2 * ctx.result.square().exp(), saves=SAVE_RESULT,
+       rule=_rejecting(promote_float, _kernel_missing("erfinv_vml_cpu", complex_=True)))
 _unary("deg2rad", lambda xp, a: a * (math.pi / 180), lambda ctx, g: g * (math.pi / 180), saves=0,
-       grad_name="Deg2RadBackward0")  # (torch's node names capitalise the unit: Deg2Rad, Rad2Deg, Log1P)
+       grad_name="Deg2RadBackward0",  # (torch's node names capitalise the unit: Deg2Rad, Rad2Deg, Log1P)
+       rule=_rejecting(promote_float, _complex_unsupported(RuntimeError, "deg2rad is not supported for complex "
+                                                                         "tensors.")))
 _unary("rad2deg", lambda xp, a: a * (180 / math.pi), lambda ctx, g: g * (180 / math.pi), saves=0,
-       grad_name="Rad2DegBackward0")
+       grad_name="Rad2DegBackward0",
+       rule=_rejecting(promote_float, _complex_unsupported(RuntimeError, "rad2deg is not supported for complex "
+                                                                         "tensors.")))
 _unary("sinc", lambda xp, a: xp.sinc(a), lambda ctx, g: g * _conj(_sinc_grad(_input(ctx))))
 
 
@@ -236,24 +286,60 @@ def _abs_rule(args, params):
 def _sign_rule(args, params):
     dtype = args[0]._dtype
     if dtype.is_complex:
-        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
-                           "torch.sgn instead.")
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                                  "use torch.sgn instead.")
     return dtype, dtype
 
 
-_unary("square", lambda xp, a: a * a, lambda ctx, g: 2 * g * _conj(_input(ctx)), rule=_square_rule)
+def _rounding_rule(name):
+    """floor/ceil/trunc: integral tensors pass through; torch has no bool kernel and refuses complex."""
+    return _rejecting(promote, _kernel_missing(f"{name}_vml_cpu", bool_=True),
+                      _complex_unsupported(NotImplementedError, f"{name} is not supported for complex inputs"))
+
+
+def _round_error(dtype, params):
+    """torch.round: decimals=0 passes integral tensors through; any decimals needs torch's float kernel."""
+    if params.get("decimals", 0):
+        return _kernel_missing("round_cpu", bool_=True, integral=True, complex_=True)(dtype, params)
+    return _kernel_missing("round_vml_cpu", bool_=True, complex_=True)(dtype, params)
+
+
+_unary("square", lambda xp, a: a * a, lambda ctx, g: 2 * g * _conj(_input(ctx)), rule=_square_rule,
+       grad_name="PowBackward0")  # torch's square is pow(x, 2)
 _unary("abs", lambda xp, a: xp.abs(a), lambda ctx, g: g * _input(ctx).sgn(), rule=_abs_rule,
        aliases=("absolute",), out_impl=_ufunc_out("abs"))
+
+
+def _abs_inplace(name):
+    """Tensor.abs_/absolute_: torch refuses a complex tensor (its real magnitude cannot stay complex)."""
+    from ._api import METHODS
+
+    generated = METHODS[name]
+
+    def method(self):
+        if self._dtype.is_complex:
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+        return generated(self)
+
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = generated.__doc__
+    export(method, name=name, function=False)
+
+
+_abs_inplace("abs_")
+_abs_inplace("absolute_")
 _unary("sign", special_math.sign_real, lambda ctx, g: _zeros_like(g), rule=_sign_rule, saves=0)
 _unary("sgn", lambda xp, a: special_math.sgn(xp, a), lambda ctx, g: special_math.sgn_backward(ctx, g),
        rule=promote, saves=BOTH)
 _unary("floor", lambda xp, a: xp.floor(a) if a.dtype.kind in "fc" else a.copy(), lambda ctx, g: _zeros_like(g),
-       rule=promote, saves=0)
+       rule=_rounding_rule("floor"), saves=0)
 _unary("ceil", lambda xp, a: xp.ceil(a) if a.dtype.kind in "fc" else a.copy(), lambda ctx, g: _zeros_like(g),
-       rule=promote, saves=0)
+       rule=_rounding_rule("ceil"), saves=0)
 _unary("trunc", lambda xp, a: xp.trunc(a) if a.dtype.kind in "fc" else a.copy(), lambda ctx, g: _zeros_like(g),
-       rule=promote, saves=0, aliases=("fix",))
-_unary("frac", lambda xp, a: a - xp.trunc(a), lambda ctx, g: g, rule=promote, saves=0)
+       rule=_rounding_rule("trunc"), saves=0, aliases=("fix",))
+_unary("frac", lambda xp, a: a - xp.trunc(a), lambda ctx, g: g, saves=0,
+       rule=_rejecting(promote, _kernel_missing("frac_cpu", bool_=True, integral=True, complex_=True)))
 
 
 @export
@@ -290,7 +376,8 @@ export(resolve_conj)
 export(resolve_neg)
 
 
-_ROUND = pointwise("round", special_math.round_half_even, lambda ctx, g: _zeros_like(g), rule=promote, saves=0)
+_ROUND = pointwise("round", special_math.round_half_even, lambda ctx, g: _zeros_like(g),
+                   rule=_rejecting(promote, _round_error), saves=0)
 
 
 @export(inplace=True)
@@ -300,7 +387,8 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
 
 
 _LOGIT = pointwise("logit", lambda xp, a, eps=None: special_math.logit(xp, a, eps),
-                   lambda ctx, g: special_math.logit_backward(ctx, g), rule=promote_float)
+                   lambda ctx, g: special_math.logit_backward(ctx, g),
+                   rule=_rejecting(promote_float, _kernel_missing("logit_cpu", complex_=True)))
 
 
 @export(inplace=True)
@@ -645,23 +733,31 @@ def _fmax_backward(ctx, g, comparison):
     return where(takes_a, g, 0.0), where(takes_a, 0.0, g)
 
 
+def _real_only(name):
+    """promote, refusing complex operands with torch's '<name> not implemented for complex tensors.'"""
+    return _rejecting(promote, _complex_unsupported(RuntimeError, f"{name} not implemented for complex tensors."))
+
+
 _MAXIMUM = pointwise("maximum", lambda xp, a, b: xp.maximum(a, b),
-                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a > b), out_impl=_ufunc_out("maximum"))
+                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a > b), out_impl=_ufunc_out("maximum"),
+                     rule=_real_only("maximum"))
 _MINIMUM = pointwise("minimum", lambda xp, a, b: xp.minimum(a, b),
-                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a < b), out_impl=_ufunc_out("minimum"))
+                     lambda ctx, g: _max_backward(ctx, g, lambda a, b: a < b), out_impl=_ufunc_out("minimum"),
+                     rule=_real_only("minimum"))
 _FMAX = pointwise("fmax", lambda xp, a, b: xp.fmax(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a >= b),
-                  out_impl=_ufunc_out("fmax"))
+                  out_impl=_ufunc_out("fmax"), rule=_real_only("fmax"))
 _FMIN = pointwise("fmin", lambda xp, a, b: xp.fmin(a, b), lambda ctx, g: _fmax_backward(ctx, g, lambda a, b: a <= b),
-                  out_impl=_ufunc_out("fmin"))
+                  out_impl=_ufunc_out("fmin"), rule=_real_only("fmin"))
 _HYPOT = pointwise("hypot", lambda xp, a, b: xp.hypot(a, b),
                    lambda ctx, g: (g * ctx.inputs[0] / ctx.result, g * ctx.inputs[1] / ctx.result),
-                   rule=promote_float, saves=BOTH)
+                   rule=_rejecting(promote, _kernel_missing("hypot_cpu", bool_=True, integral=True, complex_=True)),
+                   saves=BOTH)
 _ATAN2 = pointwise("atan2", lambda xp, a, b: xp.arctan2(a, b), lambda ctx, g: _atan2_backward(ctx, g),
-                   rule=promote_float)
+                   rule=_rejecting(promote_float, _kernel_missing("atan2_cpu", complex_=True)))
 _COPYSIGN = pointwise("copysign", lambda xp, a, b: xp.copysign(a, b), lambda ctx, g: _copysign_backward(ctx, g),
-                      rule=promote_float, saves=BOTH)
+                      rule=_rejecting(promote_float, _kernel_missing("copysign_cpu", complex_=True)), saves=BOTH)
 _XLOGY = pointwise("xlogy", lambda xp, a, b: special_math.xlogy(xp, a, b), lambda ctx, g: _xlogy_backward(ctx, g),
-                   rule=promote_float)
+                   rule=_rejecting(promote_float, _kernel_missing("xlogy_cpu", complex_=True)))
 _LOGADDEXP = pointwise("logaddexp", special_math.logaddexp,
                        lambda ctx, g: (g * (ctx.inputs[0] - ctx.result).exp(), g * (ctx.inputs[1] - ctx.result).exp()),
                        rule=promote_float, saves=BOTH)
@@ -787,6 +883,8 @@ def heaviside(input, values, *, out=None) -> Tensor:
     _require_tensors("heaviside", input, values)
     if input._dtype is not values._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    if input._dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     return finish_out(call(_HEAVISIDE, (input, values)), out)
 _GCD = pointwise("gcd", lambda xp, a, b: xp.gcd(a, b), None, rule=_integral_only("gcd", bool_ok=False))
 _LCM = pointwise("lcm", lambda xp, a, b: xp.lcm(a, b), None, rule=_integral_only("lcm", bool_ok=False))

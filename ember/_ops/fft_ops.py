@@ -398,6 +398,54 @@ def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=
     return _irfftn("irfft2", input, s, dim, norm, out)
 
 
+def _hfftn(name, input, s, dim, norm, out):
+    """torch's fft_hfftn_impl: a forward c2c over all but the last dim, then conj and a c2r over the last."""
+    x = _promote(input, name, require_complex=True)
+    sizes, dims, last_size = _c2r_shape_and_dims(name, x, s, dim)
+    x = _resize_all(x, dims, sizes)
+    mode = _norm_mode(norm, True)
+    if len(dims) > 1:
+        x = fft_c2c(x, tuple(dims[:-1]), mode, True)
+    return _finish(name, fft_c2r(x.conj(), (dims[-1],), mode, last_size), out, False)
+
+
+def hfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:
+    """The n-dimensional Fourier transform of a Hermitian-symmetric signal given by its onesided half (in the last
+    dim): a real result, the last transformed dim 2 * (size - 1) long unless s says otherwise."""
+    return _hfftn("hfftn", input, s, dim, norm, out)
+
+
+def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:
+    """hfftn over the last two dims."""
+    return _hfftn("hfft2", input, s, dim, norm, out)
+
+
+def _ihfftn(name, input, s, dim, norm, out):
+    """torch's fft_ihfftn_impl: a onesided r2c over the last dim, then conj and an inverse c2c over the others."""
+    if isinstance(input, Tensor) and input._dtype.is_complex:
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {_scalar_name(input.dtype)}")
+    x = _promote(input, name)
+    sizes, dims = _shape_and_dims(x, s, dim)
+    if not sizes:
+        raise RuntimeError(f"{name} must transform at least one axis")
+    x = _resize_all(x, dims, sizes)
+    mode = _norm_mode(norm, False)
+    result = fft_r2c(x, (dims[-1],), mode, True).conj()
+    if len(dims) > 1:
+        result = fft_c2c(result, tuple(dims[:-1]), mode, False)
+    return _finish(name, result, out, True)
+
+
+def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:
+    """The inverse of hfftn: the onesided n-dimensional inverse Fourier transform of real `input`."""
+    return _ihfftn("ihfftn", input, s, dim, norm, out)
+
+
+def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:
+    """ihfftn over the last two dims."""
+    return _ihfftn("ihfft2", input, s, dim, norm, out)
+
+
 # ---------------------------------------------------------------- helpers
 
 

@@ -390,7 +390,9 @@ _REDUCERS = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multip
              "amax": "maximum", "amin": "minimum"}
 
 
-def _scatter_impl(xp, a, index, src, dim, reduce):
+def _scatter_impl(xp, a, index, src, dim, reduce, fill=None):
+    """a with src scattered at index along dim (reduced by `reduce`); `fill` first resets the scattered-to
+    positions to a reduce's identity (scatter_reduce with include_self=False)."""
     out = a.copy()
     if out.ndim == 0:
         out = out.reshape(1)
@@ -402,6 +404,8 @@ def _scatter_impl(xp, a, index, src, dim, reduce):
     else:
         src = src[tuple(slice(0, n) for n in index.shape)]
     positions = _scatter_positions(xp, index, dim)
+    if fill is not None:
+        out[positions] = fill
     if reduce is None:
         out[positions] = src
     else:
@@ -455,7 +459,11 @@ def _scatter_extremum_backward(ctx, g):
     self_is_result = (self == result).to(self._dtype)
     src_is_result = (src == value).to(self._dtype)
     distributed = g / self_is_result.scatter_add(dim, index, src_is_result)
-    return self_is_result * distributed, src_is_result * distributed.gather(dim, index)
+    grad_self = self_is_result * distributed
+    if ctx.params.get("fill") is not None:
+        # include_self=False: as torch, self still counts in the tie above, but gets no gradient where scattered
+        grad_self = grad_self.scatter(dim, index, 0.0)
+    return grad_self, src_is_result * distributed.gather(dim, index)
 
 
 def ember_where(condition, input, other):
@@ -514,6 +522,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's get_reduction_enum takes both spellings
+    if reduce == "mean" and input._dtype is dt.bool_:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     counts = None
     base = input
     if not include_self:
@@ -524,6 +534,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             else:
                 info = dt.iinfo(input._dtype)
                 identity = info.min if reduce == "amax" else info.max
+        if reduce in ("amax", "amin"):  # reset inside the op: its backward follows torch's tie rule
+            return call(_SCATTER, (input, index, src), {"dim": dim, "reduce": reduce, "fill": identity})
         touched = input.new_zeros(input.shape, dtype=dt.bool_).scatter(dim, index, True)
         base = input.masked_fill(touched, identity)
     if reduce == "mean":

@@ -270,10 +270,14 @@ def _scaled(value, factor):
     return value if factor == 1 else value * factor
 
 
-def _add_product_op(name, product):
-    """One op for beta * input + alpha * product(a, b); beta == 0 ignores input, as torch's kernels do."""
+def _add_product_op(name, product, blas_alpha=False):
+    """One op for beta * input + alpha * product(a, b); beta == 0 ignores input, as torch's kernels do.
+    With `blas_alpha` (the ops torch hands to BLAS gemm/gemv), alpha == 0 ignores the product too, so a nan or
+    inf in a or b does not reach the result."""
 
     def impl(xp, input, a, b, beta=1, alpha=1):
+        if blas_alpha and alpha == 0:
+            a, b = xp.zeros_like(a), xp.zeros_like(b)
         result = _scaled(product(xp, a, b), alpha)
         if beta == 0:
             return xp.broadcast_to(result, np.broadcast_shapes(input.shape, result.shape)).copy()
@@ -318,10 +322,10 @@ def _outer_grads(ctx, g, u, v):
 
 _PRODUCT_GRADS = {"addmm": _mm_grads, "baddbmm": _mm_grads, "addbmm": _addbmm_grads, "addmv": _mv_grads,
                   "addr": _outer_grads}
-_ADDMM = _add_product_op("addmm", lambda xp, a, b: xp.matmul(a, b))
+_ADDMM = _add_product_op("addmm", lambda xp, a, b: xp.matmul(a, b), blas_alpha=True)
 _BADDBMM = _add_product_op("baddbmm", lambda xp, a, b: xp.matmul(a, b))
-_ADDBMM = _add_product_op("addbmm", lambda xp, a, b: xp.matmul(a, b).sum(0))
-_ADDMV = _add_product_op("addmv", lambda xp, a, b: xp.matmul(a, b))
+_ADDBMM = _add_product_op("addbmm", lambda xp, a, b: xp.matmul(a, b).sum(0), blas_alpha=True)
+_ADDMV = _add_product_op("addmv", lambda xp, a, b: xp.matmul(a, b), blas_alpha=True)
 _ADDR = _add_product_op("addr", lambda xp, a, b: a[:, None] * b[None, :])
 
 
@@ -525,6 +529,7 @@ def cross_product(input: Tensor, other: Tensor, dim: int, name: str) -> Tensor:
     broadcast_shapes(input.shape, other.shape)
     if input._dtype is not other._dtype:  # torch's cross kernel takes no promotion
         raise RuntimeError(f"expected scalar type {_name(input)} but found {_name(other)}")
+    _no_bool("cross", input)
     return call(_CROSS, (input, other), {"dim": dim_a})
 
 

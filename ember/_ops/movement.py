@@ -296,13 +296,23 @@ def repeat(input: Tensor, *repeats) -> Tensor:
 export(repeat, function=False)
 
 
-@export
+@export(method=False)
 def tile(input: Tensor, dims) -> Tensor:
     """numpy.tile: repeat, with `dims` padded with leading 1s to the tensor's rank."""
     dims = _int_tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
+
+
+def _tile_method(self: Tensor, *sizes, dims=None) -> Tensor:
+    """Tensor.tile: as torch.tile, the dims given as one sequence, spread (x.tile(2, 1)) or as `dims=`."""
+    return tile(self, views._shape_args(sizes) if dims is None else dims)
+
+
+_tile_method.__name__ = "tile"
+_tile_method.__qualname__ = "Tensor.tile"
+export(_tile_method, name="tile", function=False)
 
 
 def _repeat_interleave_index(repeats: np.ndarray) -> np.ndarray:

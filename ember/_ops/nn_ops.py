@@ -68,9 +68,19 @@ def _activation(name, impl, backward, saves=SAVE_INPUTS, rule=promote):
     return OpDef(name, impl, backward, dtype_rule=rule, saves=saves, meta=broadcast_meta)
 
 
+def _relu_rule(args, params):
+    """torch's relu refuses bool (its own check) and complex (as clamp, which it calls)."""
+    dtype = args[0]._dtype
+    if dtype is dt.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    if dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    return dtype, dtype
+
+
 # relu: the subgradient at 0 is 0, as torch's threshold_backward.
-RELU = _activation("relu", lambda xp, a: xp.maximum(a, 0) if a.dtype != np.bool_ else a.copy(),
-                   lambda ctx, g: g * (ctx.result > 0), saves=SAVE_RESULT)
+RELU = _activation("relu", lambda xp, a: xp.maximum(a, 0), lambda ctx, g: g * (ctx.result > 0), saves=SAVE_RESULT,
+                   rule=_relu_rule)
 
 
 def _leaky_impl(xp, a, negative_slope):
@@ -267,13 +277,25 @@ _SOFTMAX_GRAD = _kernel_op("softmax_backward_data", "softmax_backward", _last_di
 _LOG_SOFTMAX_GRAD = _kernel_op("log_softmax_backward_data", "log_softmax_backward", _last_dim(_log_softmax_grad), 2)
 
 
-_softmax_rule = _float_rule("softmax_lastdim_kernel_impl")
+def _softmax_family_rule(name: str):
+    """Real floating only; torch's error names its last-dim kernel or its general one, by `dim`."""
+    def rule(args, params):
+        dtype = args[0]._dtype
+        if dtype.category != 2:
+            last = params.get("dim") is None or params["dim"] == args[0].ndim - 1
+            raise not_implemented(f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl", dtype)
+        return dtype, dtype
+
+    return rule
+
+
+_softmax_rule = _softmax_family_rule("softmax")
 
 
 SOFTMAX = OpDef("softmax", _softmax_impl, _softmax_backward, dtype_rule=_softmax_rule, saves=SAVE_RESULT,
                 meta=lambda args, p: args[0].shape)
 LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward,
-                    dtype_rule=_float_rule("log_softmax_lastdim_kernel_impl"),
+                    dtype_rule=_softmax_family_rule("log_softmax"),
                     saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
 
 
@@ -347,7 +369,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input._dtype is not weight._dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_name(input._dtype)} and "
                            f"{_name(weight._dtype)}")
+    if bias is not None and weight.ndim == 2 and bias.shape != (weight.shape[0],):  # (the common case is fine)
+        _check_linear_bias(bias, (math.prod(input.shape[:-1]), weight.shape[0]))
     return call(LINEAR, (input, weight, bias))
+
+
+def _check_linear_bias(bias: Tensor, shape: tuple) -> None:
+    """torch's linear is addmm on the input's rows: the bias must expand to (rows, out_features), with expand's
+    errors."""
+    bias.expand(shape)
 
 
 def _name(dtype):
@@ -371,6 +401,15 @@ DROPOUT = OpDef("dropout", _mask_multiply_impl, lambda ctx, g: (g * ctx.inputs[1
 def dropout_with_mask(input: Tensor, mask: Tensor, scale: float) -> Tensor:
     """input * mask * scale; mask is a 0/1 tensor of input's dtype."""
     return call(DROPOUT, (input, mask), {"scale": scale})
+
+
+def dropout_scale(dtype: dt.dtype, p: float) -> float:
+    """The factor kept elements get, as torch's `noise.div_(1 - p)` computes it in the input's dtype: 1 / (1 - p)
+    in double for float64, in float otherwise (rounded to half or bfloat16), so dropout's values are torch's."""
+    if dtype is dt.float64 or not dtype.is_floating_point:
+        return 1.0 / (1 - p)
+    value = np.float32(1) / np.float32(1 - p)
+    return float(np.array(value).astype(dtype.np_dtype))
 
 
 

@@ -271,9 +271,14 @@ def torch_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=
     from .. import return_types
     from .spectral import svd as linalg_svd
 
+    if not compute_uv:  # torch: zero U (m x m) and V (n x n) whatever `some` says
+        from .spectral import svdvals
+
+        S = svdvals(input)
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return return_types.svd(input.new_zeros(batch + (m, m)), S, input.new_zeros(batch + (n, n)))
     U, S, Vh = linalg_svd(input, full_matrices=not some)
-    if not compute_uv:
-        return return_types.svd(U.new_zeros(U.shape).detach(), S, Vh.new_zeros(Vh.shape).detach())
     return return_types.svd(U, S, _conj(Vh).mT)
 
 

@@ -135,12 +135,23 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None
 
 @export
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """Mean of the non-nan elements (torch's is nansum / count, so complex is refused as nansum's)."""
     if dtype is not None:
         input = input.to(dtype)
+    if input._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     return finish_out(call(_NANMEAN, (input,), reduce_params(input, dim, keepdim)), out)
 
 
 # ---------------------------------------------------------------- extremes
+
+
+def _refuse_complex(input: Tensor, kernel: str) -> None:
+    """torch's NotImplementedError for an extreme's CPU kernel, which has no complex version."""
+    if input._dtype.is_complex:
+        from .._tensor import SCALAR_NAMES
+
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES[input._dtype.name]}'")
 
 
 def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> None:
@@ -194,6 +205,7 @@ _AMIN = OpDef("amin", _extreme_impl("min"), _evenly_backward, dtype_rule=lambda 
 @export
 def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Maximum over `dim` (all dims for ()); nan propagates; ties share the gradient."""
+    _refuse_complex(input, "max_values_cpu")
     params = reduce_params(input, dim if dim != () else None, keepdim)
     _check_nonempty("amax", input, params, dim != ())
     return finish_out(call(_AMAX, (input,), params), out)
@@ -201,6 +213,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
 
 @export
 def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
+    _refuse_complex(input, "min_values_cpu")
     params = reduce_params(input, dim if dim != () else None, keepdim)
     _check_nonempty("amin", input, params, dim != ())
     return finish_out(call(_AMIN, (input,), params), out)
@@ -227,6 +240,8 @@ def _arg_with_nan(xp, function, a, axis, keepdim=False):
 def _no_bool(name: str, input: Tensor) -> None:
     if input._dtype is dt.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
+    if input._dtype.is_complex:
+        raise RuntimeError(f"{name}(): does not support complex input")
 
 
 def _arg_params(input, dim, keepdim):
@@ -307,16 +322,21 @@ _MAX_DIM = OpDef("max", _max_dim_impl(np.max, np.argmax), _max_dim_backward, dty
                  differentiable_outputs=None)
 _MIN_DIM = OpDef("min", _max_dim_impl(np.min, np.argmin), _max_dim_backward, dtype_rule=_max_dim_rule,
                  meta=_max_dim_meta, outputs=2, saves=SAVE_RESULT, upcast_half=False)
+# torch names the all-elements overloads' nodes MaxBackward1 / MinBackward1 (the dim ones end in 0)
 _MAX_ALL = OpDef("max", _extreme_impl("max"), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
-                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False, grad_name="MaxBackward1")
 _MIN_ALL = OpDef("min", _extreme_impl("min"), evenly_distribute_backward, dtype_rule=lambda a, p: (None, a[0]._dtype),
-                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False)
+                 meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT, upcast_half=False, grad_name="MinBackward1")
 
 
 def _extreme(name, all_op, dim_op, binary, result_type):
     def fn(input, dim=None, keepdim: bool = False, *, out=None):
         if isinstance(dim, Tensor):
             return binary(input, dim, out=out)
+        if input._dtype.is_complex:
+            if dim is None:
+                _refuse_complex(input, f"{name}_all")
+            raise RuntimeError(f"{name}(): does not support complex input")
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(
@@ -360,6 +380,7 @@ min = _extreme("min", _MIN_ALL, _MIN_DIM, _late_minimum, min_type)
 @export
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
     """(amin, amax) in one call."""
+    _refuse_complex(input, "aminmax_cpu")
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError(

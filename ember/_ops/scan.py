@@ -202,6 +202,8 @@ _CUMMIN = OpDef("cummin", _cumulative_extreme(np.minimum.accumulate, np.equal), 
 
 
 def _extreme_scan(op, result_type, input: Tensor, dim: int, out):
+    if input._dtype.is_complex:  # complex numbers have no order: torch's kernel has no complex version
+        raise NotImplementedError(f"\"{op.name}_cpu\" not implemented for '{SCALAR_NAMES[input._dtype.name]}'")
     values, indices = call(op, (input,), {"dim": wrap_dim(dim, input.ndim)})
     if out is not None:
         write_out(out[0], values)

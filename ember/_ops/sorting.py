@@ -68,9 +68,9 @@ def _value_selecting_backward(ctx, grads):
     return spread(g, indices, dim, shape)
 
 
-def _selection_op(name, impl):
+def _selection_op(name, impl, grad_name=None):
     return OpDef(name, impl, _value_selecting_backward, dtype_rule=lambda a, p: (None, (a[0]._dtype, dt.int64)),
-                 outputs=2, saves=SAVE_RESULT, upcast_half=False)
+                 outputs=2, saves=SAVE_RESULT, upcast_half=False, grad_name=grad_name)
 
 
 def _check_reduction_dim(name: str, input: Tensor, dim: int) -> None:
@@ -91,9 +91,21 @@ def _sort_impl(xp, a, dim, descending):
 _SORT = _selection_op("sort", _sort_impl)
 
 
+def _refuse(input: Tensor, kernel: str, *, bool_: bool = False) -> None:
+    """torch's NotImplementedError where its CPU kernel has no complex (or, with bool_, bool) version."""
+    if input._dtype.is_complex or (bool_ and input._dtype is dt.bool_):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES[input._dtype.name]}'")
+
+
+def _no_complex_sort(input: Tensor, name: str) -> None:
+    if input._dtype.is_complex:
+        raise RuntimeError(f" {name} does not support complex dtypes on CPU")
+
+
 @export
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *, out=None):
     """(values, indices) sorted along `dim`; always stable here (torch's unstable order is unspecified)."""
+    _no_complex_sort(input, "Sort")
     params = {"dim": wrap_dim(dim, input.ndim), "descending": bool(descending)}
     values, indices = call(_SORT, (input,), params)
     return _finish_pair(sort_type, values, indices, out)
@@ -132,6 +144,7 @@ _TOPK.dtype_rule = _topk_rule
 @export
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
     """The k largest (or smallest) elements along `dim` with their indices, in sorted order."""
+    _no_complex_sort(input, "topk")
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim] if input.ndim else 1
     if k < 0 or k > size:
@@ -167,6 +180,7 @@ _KTHVALUE = _selection_op("kthvalue", _kthvalue_impl)
 @export
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The k-th smallest element along `dim` (1-based) and its index."""
+    _refuse(input, "kthvalue_cpu", bool_=True)
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim] if input.ndim else 1
     if size == 0:
@@ -198,8 +212,9 @@ def _median_dim_impl(ignore_nan):
     return impl
 
 
-_MEDIAN_DIM = _selection_op("median", _median_dim_impl(False))
-_NANMEDIAN_DIM = _selection_op("nanmedian", _median_dim_impl(True))
+# torch names the dim overloads' nodes MedianBackward1 / NanmedianBackward1 (the all-elements ones end in 0)
+_MEDIAN_DIM = _selection_op("median", _median_dim_impl(False), "MedianBackward1")
+_NANMEDIAN_DIM = _selection_op("nanmedian", _median_dim_impl(True), "NanmedianBackward1")
 
 
 def _median_all_impl(ignore_nan):
@@ -232,6 +247,7 @@ _NANMEDIAN_ALL = OpDef("nanmedian", _median_all_impl(True), _median_all_backward
 
 def _median(name, all_op, dim_op, result_type):
     def fn(input: Tensor, dim: int | None = None, keepdim: bool = False, *, out=None):
+        _refuse(input, "median_cpu" if dim is None else "median_out", bool_=True)
         if dim is None:
             return finish_out(call(all_op, (input,)), out)
         dim = wrap_dim(dim, input.ndim)
@@ -281,6 +297,7 @@ _MODE = _selection_op("mode", _mode_impl)
 @export
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     """(values, indices): the most frequent value along `dim` and the index of its last occurrence."""
+    _refuse(input, "mode_cpu")
     dim = wrap_dim(dim, input.ndim)
     _check_reduction_dim("mode", input, dim)
     values, indices = call(_MODE, (input,), {"dim": dim, "keepdim": bool(keepdim)})
@@ -355,6 +372,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
            dim: int | None = None):
     """The unique elements (or slices along `dim`), sorted, optionally with inverse indices and counts."""
+    _refuse(input, "unique" if dim is None else "unique_dim")
     if dim is not None:
         dim = wrap_dim(dim, input.ndim)
     values, inverse, counts = call(_UNIQUE, (input,), {"dim": dim})
@@ -365,6 +383,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
 def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None):
     """Collapse runs of equal consecutive elements (or slices along `dim`)."""
+    _refuse(input, "unique")
     if dim is not None:
         dim = wrap_dim(dim, input.ndim)
     values, inverse, counts = call(_UNIQUE_CONSECUTIVE, (input,), {"dim": dim})
@@ -413,6 +432,8 @@ def _nan_binary_search(xp, rows, value_rows, side):
 
 def _searchsorted_rule(args, params):
     compute = result_type_of_args(args[:2])
+    if compute is dt.bool_ or compute.is_complex:  # torch's kernel orders real numbers only
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{SCALAR_NAMES[compute.name]}'")
     return compute, dt.int32 if params["out_int32"] else dt.int64
 
 

@@ -324,6 +324,17 @@ def bessel_j0(xp, a):
     return xp.where(z <= 5.0, near, xp.where(xp.isnan(z), z, far))
 
 
+def spherical_bessel_j0(xp, a):
+    """sin(x) / x: torch's Taylor series (to x^12) below |x| = 1/2, 0 at +-inf."""
+    x = as_float64(xp, a)
+    x2 = x * x
+    series = 1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (
+        1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0))))))
+    safe = xp.where(xp.abs(x) < 0.5, 1.0, x)
+    result = xp.where(xp.abs(x) < 0.5, series, xp.sin(safe) / safe)
+    return xp.where(xp.isinf(x), 0.0, result)
+
+
 def bessel_j1(xp, a):
     x = as_float64(xp, a)
     z = xp.abs(x)

@@ -158,7 +158,11 @@ def igammac(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tenso
 
 
 def _zeta_backward(ctx, g):
-    raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+    """torch differentiates zeta(x, q) in q only: d/dq = -x zeta(x + 1, q); in x it raises."""
+    if ctx.needs_input_grad[0]:
+        raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+    s, q = ctx.inputs
+    return None, g * -s * zeta(s + 1, q)
 
 
 _ZETA = pointwise("zeta", lambda xp, s, q: gamma.zeta(xp, s, q), _zeta_backward, rule=_real("zeta_cpu", half=False),
@@ -211,6 +215,11 @@ _I1 = _unary_op("special_i1", "i1_cpu", bessel.i1, _i1_backward, saves=BOTH)
 _I1E = _unary_op("special_i1e", "i1e_cpu", bessel.i1e, _i1e_backward, saves=BOTH)
 _J0 = _unary_op("special_bessel_j0", "bessel_j0_cpu", bessel.bessel_j0, half=False)
 _J1 = _unary_op("special_bessel_j1", "bessel_j1_cpu", bessel.bessel_j1, half=False)
+# torch.special's modified_bessel_i0/i1 run the same Cephes series as i0/i1, without a gradient or half kernels
+_MODIFIED_I0 = _unary_op("special_modified_bessel_i0", "modified_bessel_i0_cpu", bessel.i0, half=False)
+_MODIFIED_I1 = _unary_op("special_modified_bessel_i1", "modified_bessel_i1_cpu", bessel.i1, half=False)
+_SPHERICAL_J0 = _unary_op("special_spherical_bessel_j0", "spherical_bessel_j0_cpu", bessel.spherical_bessel_j0,
+                          half=False)
 
 i0 = export(_unary_function("i0", _I0, "The modified Bessel function of the first kind, order 0 (torch.i0)."),
             inplace=True)
@@ -219,6 +228,13 @@ i1 = _unary_function("i1", _I1, "The modified Bessel function of the first kind,
 i1e = _unary_function("i1e", _I1E, "exp(-|x|) i1(x), the exponentially scaled i1 (torch.special.i1e).")
 bessel_j0 = _unary_function("bessel_j0", _J0, "The Bessel function of the first kind, order 0 (no gradient).")
 bessel_j1 = _unary_function("bessel_j1", _J1, "The Bessel function of the first kind, order 1 (no gradient).")
+modified_bessel_i0 = _unary_function("modified_bessel_i0", _MODIFIED_I0,
+                                     "The modified Bessel function of the first kind, order 0 (no gradient).")
+modified_bessel_i1 = _unary_function("modified_bessel_i1", _MODIFIED_I1,
+                                     "The modified Bessel function of the first kind, order 1 (no gradient).")
+spherical_bessel_j0 = _unary_function("spherical_bessel_j0", _SPHERICAL_J0,
+                                      "The spherical Bessel function of the first kind, order 0: sin(x) / x "
+                                      "(no gradient).")
 
 
 # ---------------------------------------------------------------- normal distribution, entropy

@@ -197,19 +197,21 @@ def sgn_backward(ctx, g):
 
 
 def logit(xp, a, eps=None):
-    if eps is not None:
-        a = xp.clip(a, eps, 1 - eps)
+    """log(a / (1 - a)), a clamped to [eps, 1 - eps] first; torch treats a negative eps as no eps."""
+    if eps is not None and eps >= 0:  # torch's x < lo ? lo : (x > hi ? hi : x), also when eps > 1/2
+        a = xp.where(a < eps, eps, xp.where(a > 1 - eps, 1 - eps, a)).astype(a.dtype, copy=False)
     return xp.log(a / (1 - a))
 
 
 def logit_backward(ctx, g):
+    """torch's: g / (x (1 - x)) inside the domain; outside it nan without eps, 0 (the clamp's) with eps."""
     x = ctx.inputs[0]
     eps = ctx.params.get("eps")
     grad = g / (x * (1 - x))
-    if eps is None:
-        return grad
     from .elementwise import where
 
+    if eps is None or eps < 0:
+        return where((x < 0) | (x > 1), math.nan, grad)
     return where((x < eps) | (x > 1 - eps), 0.0, grad)
 
 

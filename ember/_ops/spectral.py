@@ -315,8 +315,14 @@ def _value(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
-    """The Moore-Penrose pseudo-inverse, singular values <= max(atol, rtol * sigma_max) treated as zero."""
+def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse, singular values <= max(atol, rtol * sigma_max) treated as zero.
+    torch's older overload pinv(A, rcond, hermitian) takes rcond as rtol with atol 0 (NumPy's meaning)."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg_pinv() received an invalid combination of arguments: rcond cannot be given "
+                            "with atol or rtol")
+        atol, rtol = 0.0, rcond
     if A.ndim < 2 or A._dtype.category < 2 or A._dtype in (dt.float16, dt.bfloat16):
         from .._tensor import SCALAR_NAMES
 

@@ -70,6 +70,9 @@ def lerp(input, end, weight, *, out=None) -> Tensor:
     if isinstance(weight, Tensor) and weight._data.ndim and weight._dtype is not input._dtype:
         raise RuntimeError(f"expected dtype {_c_type_name(input._dtype)} for `weight` but got dtype "
                            f"{_c_type_name(weight._dtype)}")
+    if input._dtype.category < 2:  # torch's kernels are floating and complex only
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES[input._dtype.name]}\'')
     return finish_out(call(_LERP, (input, end, weight)), out)
 
 

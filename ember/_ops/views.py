@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .. import _dtype as dt
 from .._autograd.node import node_class
 from .._dispatch import OpDef, call, keep
 from .._tensor import Size, Tensor, wrap_dim
@@ -708,9 +709,19 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 @export
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """numpy.array_split semantics: n near-equal sections, or split before the given indices."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim]
     if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections._dtype is not dt.int64:
+            from .._tensor import SCALAR_NAMES
+
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                               f"{SCALAR_NAMES[indices_or_sections._dtype.name]}")
+        if indices_or_sections.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {indices_or_sections.ndim} dims")
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         n = indices_or_sections

@@ -9,11 +9,15 @@ from .._ops.fft_ops import (
     fftn,
     fftshift,
     hfft,
+    hfft2,
+    hfftn,
     ifft,
     ifft2,
     ifftn,
     ifftshift,
     ihfft,
+    ihfft2,
+    ihfftn,
     irfft,
     irfft2,
     irfftn,
@@ -23,5 +27,5 @@ from .._ops.fft_ops import (
     rfftn,
 )
 
-__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft",
-           "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]
+__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn",
+           "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]

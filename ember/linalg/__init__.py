@@ -45,11 +45,26 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
 
 
 def inv_ex(A, *, check_errors: bool = False, out=None):
+    """(inverse, info): info (int32) is 0 for an invertible matrix, else LU's first zero pivot; a singular batch
+    is solved against the identity through LU, so its inverse holds inf/nan as torch's (which is solve_ex(A, I))
+    instead of raising, unless check_errors=True."""
+    from .. import int32
     from ..return_types import _make
 
-    result = inv(A)
-    info = result.new_zeros(A.shape[:-2]).long()
-    return _make("linalg_inv_ex", ("inverse", "info"))(result, info)
+    try:
+        result = inv(A)
+        info = result.new_zeros(A.shape[:-2], dtype=int32)
+    except LinAlgError as error:
+        if check_errors:
+            raise LinAlgError(str(error).replace("linalg.inv:", "linalg.inv_ex:", 1)) from None
+        identity = ember_eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        result, info = solve_ex(A, identity.expand(A.shape))
+    result = _make("linalg_inv_ex", ("inverse", "info"))(result, info)
+    if out is not None:
+        out[0].copy_(result[0])
+        out[1].copy_(result[1])
+        return out
+    return result
 
 
 def _cholesky_info(A) -> np.ndarray:

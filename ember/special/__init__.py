@@ -23,10 +23,13 @@ from .._ops.special_functions import (
     igammac,
     lgamma,
     log_ndtr,
+    modified_bessel_i0,
+    modified_bessel_i1,
     mvlgamma,
     ndtr,
     ndtri,
     polygamma,
+    spherical_bessel_j0,
     xlog1py,
     zeta,
 )
@@ -34,8 +37,8 @@ from .._ops.special_functions import (
 __all__ = [
     "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
     "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
-    "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
-    "zeta",
+    "logsumexp", "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
+    "round", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
 ]
 
 psi = digamma
@@ -63,7 +66,17 @@ expit = _same_as("sigmoid", "expit")
 log1p = _same_as("log1p", "log1p")
 logit = _same_as("logit", "logit")
 logsumexp = _same_as("logsumexp", "logsumexp")
-round = _same_as("round", "round")  # noqa: A001 - torch.special.round
+_round = _same_as("round", "round")
+
+
+def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - torch.special.round
+    """torch.round, without its pass-through of integral tensors: torch.special.round always runs the float
+    kernel, which has no bool or integer version."""
+    if input._dtype.category < 2:
+        from .._ops._api import not_implemented
+
+        raise not_implemented("round_cpu" if decimals else "round_vml_cpu", input._dtype)
+    return _round(input, decimals=decimals, out=out)
 sinc = _same_as("sinc", "sinc")
 xlogy = _same_as("xlogy", "xlogy")
 
