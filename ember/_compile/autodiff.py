@@ -105,7 +105,7 @@ def _reverse(b: KernelBuilder, group, env: dict, extras: dict, wanted, n_inputs:
             contributions = rule(b, grad, operands, env[id(node.results[0])][0], node.params)
             for arg, contribution in zip(node.args, contributions):
                 contribute(arg, contribution, level)
-        elif kind == "reduce":
+        elif kind in ("reduce", "reduce_all"):
             contribute(node.args[0], _reduce_rule(b, node, grad, env, extras), "elem")
         elif node.op.name == "softmax":
             y = env[id(node.results[0])][0]

@@ -48,12 +48,24 @@ class FusionGroup:
         self.outputs: list[Value] = []
         self.kernel = None
         self.scalars: set = set()  # ids of 0-d member nodes computed once per kernel call (absorb_scalar_chains)
+        self.original = None  # a flattened group's real full shape (flatten)
+
+    def flatten(self) -> None:
+        """Iterate over the values' elements as one row (R = 1, K = every element): a pointwise chain over
+        whole tensors that ends in full reductions (a loss tail, `((x - y) ** 2).mean()`) becomes one kernel,
+        each full reduction that row's reduction.  Memory is laid out the same, so only R and K change."""
+        self.original = self.full_shape
+        self.L, self.K, self.R = (1,), math.prod(self.original), 1
 
     @property
     def full_shape(self) -> tuple:
         return self.L + (self.K,)
 
     def level_of(self, shape: tuple):
+        if self.original is not None:  # flattened: whole values, and the full reductions' one-element values
+            if shape == self.original:
+                return "elem"
+            return "row" if math.prod(shape) == 1 and len(shape) in (0, len(self.original)) else None
         if shape == self.full_shape or (shape == () and self.full_shape == (1,)):  # a 0-d group's values
             return "elem"
         if self.K != 1 and shape in (self.L + (1,), self.L):
@@ -120,6 +132,9 @@ def kind_of(node: Node):
         ndim = len(source.shape)
         if ndim >= 1 and dims in ((ndim - 1,), [ndim - 1], ndim - 1, -1, (-1,)):
             return "reduce"
+        if ndim >= 2 and (dims is None or (isinstance(dims, (tuple, list))
+                                           and sorted(d % ndim for d in dims) == list(range(ndim)))):
+            return "reduce_all"  # over every dim: joins a flattened group (FusionGroup.flatten)
         return None
     if op.name in ("softmax", "log_softmax"):
         ndim = len(node.args[0].shape)
@@ -159,15 +174,21 @@ def _levels_fit(group: FusionGroup, node: Node, kind: str) -> bool:
     """Whether the kernel can index each of the node's args at its level: a reduction reads a full value; a
     pointwise op at row level reads rows; one at element level may read a row value only as L + (1,) (a
     keepdim result) -- a row value of shape L (`x.sum(-1)`) broadcasts along the *last* dim, not per row."""
+    if kind == "reduce_all":
+        return group.original is not None and node.args[0].shape == group.original
     if kind in ("reduce", "composite"):
         source = node.args[0]
-        if group.level_of(source.shape) != "elem" or source.shape != group.full_shape:
+        if group.original is not None or source.shape != group.full_shape:
             return False
         return not (kind == "reduce" and group.K == 1)
     level = group.level_of(node.results[0].shape)
     if level is None:
         return False
     for arg in _tensor_args(node):
+        if group.original is not None:  # flattened: whole values, or one-element ones (a full reduction's)
+            if group.produces(arg) or arg.shape == group.original or math.prod(arg.shape) == 1:
+                continue
+            return False
         if group.produces(arg):
             arg_level = group.level_of(arg.shape)
             if arg_level is None:
@@ -181,11 +202,30 @@ def _levels_fit(group: FusionGroup, node: Node, kind: str) -> bool:
     return True
 
 
-def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_place: frozenset = frozenset()) -> list:
+def _flattenable(group: FusionGroup, source, flat) -> bool:
+    """A group of pointwise ops over whole values (every outside operand the full shape or one element) can
+    be flattened (FusionGroup.flatten) for a full reduction of its value `source`, if `flat(source)` allows."""
+    full = group.full_shape
+    if group.original is not None or source.shape != full or group.scalars or math.prod(full) < 2 \
+            or not flat(source):
+        return False
+    for node in group.nodes:
+        if kind_of(node) != "pointwise" or tuple(node.results[0].shape) != full:
+            return False
+        for arg in _tensor_args(node):
+            if not group.produces(arg) and tuple(arg.shape) != full and math.prod(arg.shape) != 1:
+                return False
+    return True
+
+
+def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_place: frozenset = frozenset(),
+                flat=lambda value: True) -> list:
     """Greedy grouping over nodes in execution order; returns the groups worth a kernel.  With `users` (the
     graph's Value -> readers table), no-grad groups also take in the 0-d chains that only they read.
     `in_place`: ids of nodes whose result is written back over one of their own inputs (SGD's `p.add_(g)`):
-    alone they still get a kernel, which can write straight into that input (runtime.inplace_outputs)."""
+    alone they still get a kernel, which can write straight into that input (runtime.inplace_outputs).
+    `flat(value)`: whether a full reduction of `value` may flatten the group that computes it (in a size-generic
+    graph, when its element count is a monomial of the symbols)."""
     index_of = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict = {}
     groups: list[FusionGroup] = []
@@ -206,6 +246,16 @@ def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_pl
     for index, node in enumerate(nodes):
         kind = kind_of(node)
         if kind is None:
+            continue
+        if kind == "reduce_all":
+            group = group_of.get(id(node.args[0].node))
+            if group is None or not (group.original is not None or _flattenable(group, node.args[0], flat)):
+                continue  # (a full reduction never seeds a group: alone it is NumPy's sum)
+            if group.original is None:
+                group.flatten()
+            if _fits(group, node, kind, depends):
+                group.add(node, index)
+                group_of[id(node)] = group
             continue
         chosen = None
         readers = []  # the groups this node reads from
@@ -238,12 +288,13 @@ def find_groups(nodes: list, min_size: int = 2, users: dict | None = None, in_pl
     worth = []
     for group in groups:
         kinds = {kind_of(n) for n in group.nodes}
-        if len(group.nodes) >= min_size or kinds & {"reduce", "composite"} or (
+        if len(group.nodes) >= min_size or kinds & {"reduce", "reduce_all", "composite"} or (
                 len(group.nodes) == 1 and (group.nodes[0].op.name in SINGLE_WORTH or id(group.nodes[0]) in in_place)):
             worth.append(group)
     if users is not None:
         for group in worth:
-            absorb_scalar_chains(group, index_of, users, group_of)
+            if group.original is None:
+                absorb_scalar_chains(group, index_of, users, group_of)
     return worth
 
 
@@ -444,7 +495,7 @@ def lower_forward(builder: KernelBuilder, group: FusionGroup) -> tuple[dict, dic
             operands = [b.operand(a, level, env) for a in node.args]
             name = b.pointwise(node.op.name, level, operands, node.params)
             env[id(node.results[0])] = (name, level)
-        elif kind == "reduce":
+        elif kind in ("reduce", "reduce_all"):
             source = b.operand(node.args[0], "elem", env)
             reduction = lowering.REDUCTIONS[node.op.name]
             name = b.reduce("max" if reduction == "max" else "sum", source, reduction == "mean")
@@ -508,7 +559,7 @@ def _input_kind(group: FusionGroup, shape: tuple, level: str) -> str:
     if math.prod(shape) == 1:
         return "scalar"
     if level == "elem":
-        if shape == group.full_shape:
+        if shape == group.full_shape or shape == group.original:
             return "full"
         stripped = tuple(shape)
         while stripped and stripped[0] == 1:

@@ -188,7 +188,11 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
     users = graph.users()
     in_place = frozenset(id(new.node) for target, new, _ in graph.mutations
                          if new.node.kind == "call" and target in new.node.args and not new.requires_grad)
-    groups = fusion.find_groups(graph.nodes, 1 if options.get("fuse_single") else 2, users, in_place)
+    generic = getattr(graph, "generic", False)
+    groups = fusion.find_groups(
+        graph.nodes, 1 if options.get("fuse_single") else 2, users, in_place,
+        flat=(lambda value: symbolic.product(symbolic.symbolic_shape(value)) is not None) if generic else
+        (lambda value: True))
     if not groups:
         return [], ""
     kernels = []
@@ -201,7 +205,6 @@ def fuse(graph: Graph, options: dict) -> tuple[list, str]:
             backward = autodiff.build_backward_kernel(group, f"{group.name}_{number}_backward", wanted)
         backwards.append(backward)
     kernels += [b.kernel for b in backwards if b is not None]
-    generic = getattr(graph, "generic", False)
     spaces = [_symbolic_space(group) if generic else None for group in groups]  # NotGeneric before any change
     printer = codegen.printer_for(options)
     if isinstance(printer, codegen.CPrinter):
@@ -276,6 +279,11 @@ def _symbolic_space(group):
     for node in group.nodes:
         if node.symbolic_params is not None:
             raise symbolic.NotGeneric(f"{node.name}: a fused op's params depend on the batch size")
+    if group.original is not None:  # flattened: one row of every element (fusion.FusionGroup.flatten)
+        whole = next(v for n in group.nodes for v in (*n.args, *n.results)
+                     if isinstance(v, Value) and tuple(v.shape) == group.original)
+        K = symbolic.product(symbolic.symbolic_shape(whole))
+        return {"L": (1,), "K": K, "shapes": shapes} if symbolic.is_symbolic((K, shapes)) else None
     full = tuple(group.L) + (group.K,)
     widths = {symbolic.symbolic_shape(v)[-1] for v in (*group.inputs, *(r for n in group.nodes for r in n.results))
               if tuple(v.shape) == full}
@@ -374,10 +382,14 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
     def prepare(array, kind, space):
         if kind in ("full", "dense"):
             if array.shape != space.full:
-                array = np.broadcast_to(array, space.full)
+                # (a flattened group's whole values are one row of the same memory: FusionGroup.flatten)
+                array = array.reshape(space.full) if kind == "full" and array.size == space.R * space.K else \
+                    np.broadcast_to(array, space.full)
             return array if array.flags.c_contiguous else np.ascontiguousarray(array)
         if kind == "row":
-            if array.shape != space.row:
+            if array.shape != space.row and array.size == space.R:
+                array = array.reshape(space.row)
+            elif array.shape != space.row:
                 array = np.broadcast_to(array.reshape(array.shape + (1,)) if array.shape == space.L else array,
                                         space.row)
             return np.ascontiguousarray(array)
@@ -429,7 +441,10 @@ def make_fused_op(group, kernel, run_kernel, backward_kernel=None) -> OpDef:
             if level == "col":  # K sums (double) of a gradient over the last dim
                 array = array.astype(np_dtype)
             for index in indices:
-                summed = sum_to(array, inputs[index]._data.shape)
+                shape = inputs[index]._data.shape
+                if array.shape != shape and array.size == math.prod(shape):  # a flattened group's value
+                    array = array.reshape(shape)
+                summed = sum_to(array, shape)
                 totals[index] = summed if index not in totals else totals[index] + summed
         out, made = [], {}
         for index, (tensor, need) in enumerate(zip(inputs, ctx.needs_input_grad)):

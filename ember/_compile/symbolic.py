@@ -450,10 +450,28 @@ def batch_source(graph):
     return tuple(sources[index] for index in range(count))
 
 
+def product(dims):
+    """The product of sizes (ints and plain monomials `m * B**i * T**j`) as one int or Batch; None when a factor
+    has an offset or a floor division (no monomial is their product)."""
+    m, powers = 1, ()
+    for dim in dims:
+        if isinstance(dim, Batch):
+            if dim.offset or dim.divisor != 1:
+                return None
+            m *= dim.m
+            width = max(len(powers), len(dim.powers))
+            powers = tuple((powers[i] if i < len(powers) else 0) + (dim.powers[i] if i < len(dim.powers) else 0)
+                           for i in range(width))
+        else:
+            m *= int(dim)
+    return Batch(m, powers) if any(powers) else m
+
+
 def symbolic_shape(value) -> tuple:
     return value.symbolic_shape if value.symbolic_shape is not None else tuple(value.shape)
 
 
 __all__ = ["Batch", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature", "batch_sizes",
+           "product",
            "sample_env",
            "key_pattern", "match", "conforms", "batch_source", "symbolic_shape", "iter_values"]
