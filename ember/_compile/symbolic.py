@@ -36,42 +36,50 @@ FLOOR_DIVISORS = (2, 4, 8, 16, 32, 3)  # strides of convolutions and pools, and 
 
 class Batch:
     """The int m * B**powers[0] * T**powers[1] ... + offset, over the call's symbol values; with a divisor,
-    m * ((T + offset) // divisor) over one symbol (a strided convolution's or pooling's output length)."""
+    m * ((T + offset) // divisor) over one symbol (a strided convolution's or pooling's output length).
+    `factors` multiply in more such floor terms, ((symbol, offset, divisor), ...): a conv map's flattened
+    H' * W' is `((H + 1) // 4) * ((W + 1) // 4)`."""
 
-    __slots__ = ("m", "powers", "offset", "divisor")
+    __slots__ = ("m", "powers", "offset", "divisor", "factors")
 
-    def __init__(self, m: int, powers: tuple = (1,), offset: int = 0, divisor: int = 1) -> None:
+    def __init__(self, m: int, powers: tuple = (1,), offset: int = 0, divisor: int = 1, factors: tuple = ()) -> None:
         self.m = m
         self.powers = powers
         self.offset = offset
         self.divisor = divisor
+        self.factors = factors
 
     def value(self, env: tuple) -> int:
         product = math.prod(v ** p for v, p in zip(env, self.powers) if p)
         if self.divisor != 1:
-            return self.m * ((product + self.offset) // self.divisor)
-        return self.m * product + self.offset
+            base = self.m * ((product + self.offset) // self.divisor)
+        else:
+            base = self.m * product + self.offset
+        for index, offset, divisor in self.factors:  # (graph.code prints params bound to one symbol of 0)
+            base *= ((env[index] if index < len(env) else 0) + offset) // divisor
+        return base
 
     def symbol(self):
         """The index of the one symbol this is m times (power 1, no other, no offset), else None."""
         found = [i for i, p in enumerate(self.powers) if p]
         return (found[0] if len(found) == 1 and self.powers[found[0]] == 1 and not self.offset
-                and self.divisor == 1 else None)
+                and self.divisor == 1 and not self.factors else None)
 
     def __repr__(self) -> str:
         terms = [NAMES[i] if p == 1 else f"{NAMES[i]}**{p}" for i, p in enumerate(self.powers) if p]
+        floors = "".join(f"*(({NAMES[i]}{c:+d})//{d})" if c else f"*({NAMES[i]}//{d})" for i, c, d in self.factors)
         if self.divisor != 1:
             inner = f"({'*'.join(terms)}{self.offset:+d})" if self.offset else "*".join(terms)
-            return f"{self.m}*({inner}//{self.divisor})" if self.m != 1 else f"{inner}//{self.divisor}"
-        text = "*".join(([str(self.m)] if self.m != 1 else []) + terms)
-        return f"{text}{self.offset:+d}" if self.offset else text
+            return (f"{self.m}*({inner}//{self.divisor})" if self.m != 1 else f"{inner}//{self.divisor}") + floors
+        text = "*".join(([str(self.m)] if self.m != 1 or not terms else []) + terms)
+        return (f"{text}{self.offset:+d}" if self.offset else text) + floors
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Batch) and other.m == self.m and other.powers == self.powers
-                and other.offset == self.offset and other.divisor == self.divisor)
+                and other.offset == self.offset and other.divisor == self.divisor and other.factors == self.factors)
 
     def __hash__(self) -> int:
-        return hash(("Batch", self.m, self.powers, self.offset, self.divisor))
+        return hash(("Batch", self.m, self.powers, self.offset, self.divisor, self.factors))
 
 
 class NotGeneric(Exception):
@@ -131,6 +139,7 @@ class Sizes:
         # ints a symbol plus a small constant (`T - 1` of a shifted target, `past + 1` of a grown KV cache)
         # are explained too when no product is; set by ember.compile (ember.export encodes products only)
         self.offsets = False
+        self.floors: list = []  # the floor terms (symbol, offset, divisor) found so far: products of them fit too
 
     @property
     def B1(self) -> int:
@@ -168,7 +177,30 @@ class Sizes:
                     found.append(batch)
         if not found and self.offsets:
             found = self._floor_divisions(a, b, fits)
+        if not found and self.offsets:
+            found = self._floor_products(a, b, fits)
         return found
+
+    def _floor_products(self, a: int, b: int, fits) -> list:
+        """m times a product of floor terms already found for other sizes (`_floor_divisions`), over distinct
+        symbols, times a monomial of the others: a strided conv map flattened (`h.flatten(2)`: H' * W', or
+        B * H' * W').  Only terms the graph's own shapes showed are tried, so the search stays small; the first
+        fit is taken, and a wrong one fails validation as for the floor terms."""
+        for count in (1, 2, 3):
+            for combo in itertools.combinations(self.floors, count):
+                if len({index for index, _, _ in combo}) != count:
+                    continue
+                for powers in itertools.product((0, 1), repeat=len(self.first)):
+                    if any(powers[index] for index, _, _ in combo) or (count == 1 and not any(powers)):
+                        continue
+                    unit = Batch(1, powers, factors=combo)
+                    q1, q2 = unit.value(self.first), unit.value(self.second)
+                    if q1 <= 1 or a % q1 or a // q1 * q2 != b:
+                        continue
+                    batch = Batch(a // q1, powers, factors=combo)
+                    if fits(batch):
+                        return [batch]
+        return []
 
     def _floor_divisions(self, a: int, b: int, fits) -> list:
         """m * ((S + c) // d) over one symbol S: the output length of strided convolutions and pools (nested
@@ -187,6 +219,8 @@ class Sizes:
                         continue
                     batch = Batch(a // q1, tuple(int(i == index) for i in range(len(self.first))), c, divisor)
                     if fits(batch):
+                        if (index, c, divisor) not in self.floors:
+                            self.floors.append((index, c, divisor))
                         return [batch]
         return []
 
@@ -456,7 +490,7 @@ def product(dims):
     m, powers = 1, ()
     for dim in dims:
         if isinstance(dim, Batch):
-            if dim.offset or dim.divisor != 1:
+            if dim.offset or dim.divisor != 1 or dim.factors:
                 return None
             m *= dim.m
             width = max(len(powers), len(dim.powers))

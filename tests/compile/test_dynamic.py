@@ -400,3 +400,36 @@ def test_strided_convolution_lengths_fit_one_size_generic_graph():
     divisors = {dim.divisor for node in inner.generic[-1][1].compiled.graph.nodes for value in node.results
                 for dim in (value.symbolic_shape or ()) if hasattr(dim, "divisor")}
     assert {2, 4} <= divisors  # (T + 1) // 2 after the first convolution, (T + 3) // 4 after the second
+
+
+def test_flattened_conv_map_with_height_and_width_varying_fits_one_graph():
+    """A conv map flattened over its spatial dims (`h.flatten(2)`: spatial tokens for attention) is
+    H' * W', a product of two floor terms, each found from the conv outputs' own shapes: images of any size
+    then replay one size-generic graph (it took a graph per size, up to the cache limit, before)."""
+    ember.manual_seed(0)
+
+    class Tokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+
+        def forward(self, x):
+            t = self.c2(self.c1(x).relu()).flatten(2).transpose(1, 2)  # (B, H'W', C)
+            return ((t @ t.transpose(1, 2)).softmax(-1) @ t).mean(1)
+
+    model = Tokens()
+    compiled = ember.compile(model)
+    inner = compiled._compiled
+    sizes = [(16, 16), (24, 20), (32, 28), (20, 36), (40, 16), (28, 28), (36, 44), (44, 36), (12, 20), (48, 48)]
+    for height, width in sizes:
+        x = ember.randn(2, 3, height, width, requires_grad=True)
+        out = compiled(x)
+        np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+        (grad,) = ember.autograd.grad(out.sum(), [x])
+        (want,) = ember.autograd.grad(model(x).sum(), [x])
+        np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+    assert len(inner.cache) <= 3 and inner.generic and "size-generic" in inner.dynamic_status
+    factors = {dim.factors for node in inner.generic[-1][1].compiled.graph.nodes for value in node.results
+               for dim in (value.symbolic_shape or ()) if getattr(dim, "factors", ())}
+    assert any(len(f) == 2 for f in factors)  # H' * W' as one size
