@@ -182,14 +182,12 @@ class Sizes:
         return found
 
     def _floor_products(self, a: int, b: int, fits) -> list:
-        """m times a product of floor terms already found for other sizes (`_floor_divisions`), over distinct
-        symbols, times a monomial of the others: a strided conv map flattened (`h.flatten(2)`: H' * W', or
-        B * H' * W').  Only terms the graph's own shapes showed are tried, so the search stays small; the first
+        """m times a product of floor terms already found for other sizes (`_floor_divisions`), times a monomial
+        of the other symbols: a strided conv map flattened (`h.flatten(2)`: H' * W', H' * H' for square images,
+        or B * H' * W').  Only terms the graph's own shapes showed are tried, so the search stays small; the first
         fit is taken, and a wrong one fails validation as for the floor terms."""
         for count in (1, 2, 3):
-            for combo in itertools.combinations(self.floors, count):
-                if len({index for index, _, _ in combo}) != count:
-                    continue
+            for combo in itertools.combinations_with_replacement(self.floors, count):  # (a square grid: H' * H')
                 for powers in itertools.product((0, 1), repeat=len(self.first)):
                     if any(powers[index] for index, _, _ in combo) or (count == 1 and not any(powers)):
                         continue

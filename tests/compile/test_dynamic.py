@@ -433,3 +433,14 @@ def test_flattened_conv_map_with_height_and_width_varying_fits_one_graph():
     factors = {dim.factors for node in inner.generic[-1][1].compiled.graph.nodes for value in node.results
                for dim in (value.symbolic_shape or ()) if getattr(dim, "factors", ())}
     assert any(len(f) == 2 for f in factors)  # H' * W' as one size
+
+
+def test_square_images_flattened_map_is_a_squared_floor_term():
+    """Square images give one symbol, and the flattened map is H' * H' (the same floor term twice)."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.Flatten(2))
+    compiled = ember.compile(model)
+    for side in (16, 24, 32, 20, 40, 28):
+        x = ember.randn(2, 3, side, side)
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert len(compiled._compiled.cache) <= 2 and compiled._compiled.generic
