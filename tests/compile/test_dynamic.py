@@ -443,4 +443,5 @@ def test_square_images_flattened_map_is_a_squared_floor_term():
     for side in (16, 24, 32, 20, 40, 28):
         x = ember.randn(2, 3, side, side)
         np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
-    assert len(compiled._compiled.cache) <= 2 and compiled._compiled.generic
+    # (two sizes also fit 10 * S - 96: that guess fails the third size's validation and is fitted again)
+    assert len(compiled._compiled.cache) <= 3 and compiled._compiled.generic
