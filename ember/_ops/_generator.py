@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numbers
 import secrets
-import struct
 
 import numpy as np
 
@@ -12,13 +11,9 @@ from .. import _dispatch
 from .. import _dtype as dt
 from .._device import as_device
 from .._tensor import Tensor
+from ._rng_engine import FRESH_SEED, STATE_SIZE, Engine
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
-
-_FRESH_GENERATOR_SEED = 67280421310721  # torch's seed for a newly constructed Generator
-_STATE_SIZE = 5056  # torch's CPU generator state size, so saved states have the same shape
-_MAGIC = b"EMBERPCG"
-_STATE_FORMAT = "<8sQ16s16sBI"  # magic, initial seed, PCG state, PCG increment, has_uint32, uinteger
 
 
 def _not_under_capture(what: str) -> None:
@@ -28,39 +23,35 @@ def _not_under_capture(what: str) -> None:
 
 
 class Generator:
-    """torch.Generator: an independent random stream with its own seed and state (NOTE [ Random streams ])."""
+    """torch.Generator: an independent random stream with its own seed and state -- torch's CPU generator, so a
+    seed gives torch's numbers and get_state is torch's state (NOTE [ Random streams ] in random.py).  Device
+    generators draw on the host from the same kind of engine."""
 
     def __init__(self, device="cpu") -> None:
         device = as_device(device)
         if device.type == "meta":
             raise RuntimeError("META device type not an accelerator.")
         self.device = device
-        self._initial_seed = _FRESH_GENERATOR_SEED
-        self._rng = np.random.Generator(np.random.PCG64(_FRESH_GENERATOR_SEED))
+        self._bits = Engine(FRESH_SEED)
 
     @property
-    def _rng(self) -> np.random.Generator:
-        """The NumPy stream every draw goes through.  Under graph capture a draw outside a recorded random op (a
+    def _rng(self) -> Engine:
+        """The engine every sampler draws through.  Under graph capture a draw outside a recorded random op (a
         factory such as randn, multinomial) is noted, since a replay would repeat its values (ember.compile)."""
         tracer = _dispatch.tracer
         if tracer is not None and not getattr(tracer, "drawing", False):
             tracer.untraced_draw = True
         return self._bits
 
-    @_rng.setter
-    def _rng(self, value: np.random.Generator) -> None:
-        self._bits = value
-
     def manual_seed(self, seed) -> Generator:
-        """Reseed the stream; negative seeds wrap to 64 bits as in torch."""
+        """Reseed the stream; negative seeds wrap to 64 bits as in torch (the engine takes the low 32 bits)."""
         _not_under_capture("manual_seed")
         if not isinstance(seed, numbers.Integral):
             raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = int(seed)
         if not -(2**63) <= seed < 2**64:
             raise ValueError("Overflow when unpacking long long")
-        self._initial_seed = seed % 2**64
-        self._rng = np.random.Generator(np.random.PCG64(self._initial_seed))
+        self._bits.reseed(seed % 2**64)
         return self
 
     def seed(self) -> int:
@@ -70,44 +61,27 @@ class Generator:
         return new_seed
 
     def initial_seed(self) -> int:
-        return self._initial_seed
+        return self._bits.initial_seed
 
     def get_state(self) -> Tensor:
-        """The stream's state as a uint8 tensor (restore it with set_state)."""
-        state = self._rng.bit_generator.state
-        packed = struct.pack(
-            _STATE_FORMAT, _MAGIC, self._initial_seed, state["state"]["state"].to_bytes(16, "little"),
-            state["state"]["inc"].to_bytes(16, "little"), state["has_uint32"], state["uinteger"],
-        )
-        array = np.zeros(_STATE_SIZE, np.uint8)
-        array[: len(packed)] = np.frombuffer(packed, np.uint8)
-        return Tensor._make(array, dt.uint8)
+        """torch's CPUGeneratorImplState bytes (5056 uint8): torch.Generator.set_state continues this stream."""
+        return Tensor._make(self._bits.torch_state(), dt.uint8)
 
     def set_state(self, new_state) -> Generator:
-        """Restore a state from get_state: the stream continues exactly from where it was saved."""
+        """Restore a state from get_state (ember's or torch's): the stream continues exactly from there."""
         _not_under_capture("set_rng_state")
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not dt.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        if new_state.numel() != _STATE_SIZE:
+        if new_state.numel() != STATE_SIZE:
             raise RuntimeError(
-                f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but found the input RNG state size to be "
+                f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found the input RNG state size to be "
                 f"{new_state.numel()}"
             )
-        raw = np.ascontiguousarray(new_state.cpu()._data).tobytes()[: struct.calcsize(_STATE_FORMAT)]
-        magic, initial, state, increment, has_uint32, uinteger = struct.unpack(_STATE_FORMAT, raw)
-        if magic != _MAGIC:
-            raise RuntimeError("RNG state was not produced by an ember Generator")
-        bit_generator = np.random.PCG64()
-        bit_generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": int.from_bytes(state, "little"), "inc": int.from_bytes(increment, "little")},
-            "has_uint32": has_uint32,
-            "uinteger": uinteger,
-        }
-        self._initial_seed = initial
-        self._rng = np.random.Generator(bit_generator)
+        if not new_state.is_contiguous():
+            raise RuntimeError("RNG state must be contiguous")
+        self._bits.set_torch_state(np.asarray(new_state.cpu()._data).tobytes())
         return self
 
     def __reduce__(self):

@@ -1,18 +1,32 @@
 """Random numbers: Generator and seeding, sampling factories (rand, randn, normal ...) and in-place fills.
 
 NOTE [ Random streams ]
-Each ember `Generator` wraps a `numpy.random.Generator` over PCG64, seeded with the
-generator's 64-bit seed.  Draws are made on the host in float32 (float64 for
-float64/complex128 results), then cast and moved to the tensor's device, so
-float16/bfloat16 results are float32 draws rounded, as torch's CPU kernels do.
-Streams are reproducible under a seed and saved/restored exactly by
-get_state/set_state; they are not bit-identical to torch's.  Meta tensors never
-draw.  Sampling ops record autograd nodes whose gradient is zero (torch's
-derivatives for them), so a sampled value is a constant to autograd.
+Each ember `Generator` is torch's CPU generator (at::CPUGeneratorImpl): an mt19937
+seeded from the low 32 bits of the seed, the same raw words, the same transforms
+(_rng_engine.py holds the engine, _rng_kernels.py the kernels, vectorised over
+NumPy), so after `manual_seed(s)` ember draws torch's numbers: rand/uniform_,
+randint/random_, randperm, bernoulli/dropout, multinomial, exponential_,
+geometric_, cauchy_, log_normal_, normal/randn (including the >= 16-element
+block fill, the cached second Box-Muller sample, and torch's fill order for
+strided in-place fills), and nn.init, samplers and DataLoader shuffling built on
+them.  Integer and uniform draws are bit-exact; float32/half/bfloat16 normals
+are bit-exact too (torch's AVX2 kernel is emulated; a CPU without AVX2 runs
+torch's libm path, an ulp away); float64 normals and the double-based samplers
+use NumPy's log/cos/sin for large arrays and may differ from glibc's by an ulp.
+`get_state()` is torch's 5056-byte CPUGeneratorImplState, interchangeable with
+torch.get_rng_state().  Exceptions, seeded and reproducible but not torch's
+numbers: poisson, _standard_gamma, _sample_dirichlet and binomial draw from a
+NumPy stream seeded from the engine (Engine.numpy_stream); the blockwise
+dropout inside scaled_dot_product_attention; and device generators, which run
+this CPU engine on the host (torch's CUDA Philox streams differ).  Draws happen
+on the host and are moved to the tensor's device.  Meta tensors never draw.
+Sampling ops record autograd nodes whose gradient is zero (torch's derivatives
+for them), so a sampled value is a constant to autograd.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -25,6 +39,7 @@ from .._backends import MetaArray
 from .._device import as_device
 from .._dispatch import OpDef, call, device_module
 from .._tensor import SCALAR_NAMES, Tensor
+from . import _rng_kernels as kernels
 from ._api import export, inplace_call, write_out
 from ._api import not_implemented as _not_implemented
 from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.manual_seed ...
@@ -44,16 +59,17 @@ from .creation import _sizes, _with_grad, cast_fill_value, like_layout, zeros_li
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
 
 # ---------------------------------------------------------------- host samplers
-# Each returns a NumPy array of `shape` drawn from `rng` in a float working type (or int64).
+# Each takes the generator's Engine, the result's shape and dtype and, for an in-place fill, the tensor's byte
+# strides (None: a fresh contiguous tensor), and returns a NumPy array of `shape` holding torch's values in
+# torch's order (the kernels are in _rng_kernels.py).
 
 
-def _working_type(dtype: dt.dtype):
-    return np.float64 if dtype in (dt.float64, dt.complex128) else np.float32
-
-
-def _real_shape(shape, dtype: dt.dtype) -> tuple:
-    """Complex results are drawn as (..., 2) real pairs, as torch fills view_as_real(self)."""
-    return tuple(shape) + (2,) if dtype.is_complex else tuple(shape)
+def _real_layout(shape, dtype: dt.dtype, strides) -> tuple:
+    """(real dtype, shape, strides) of the values drawn: a complex tensor is filled as view_as_real(self)."""
+    if not dtype.is_complex:
+        return dtype.np_dtype, tuple(shape), strides
+    real = np.dtype(np.float64 if dtype is dt.complex128 else np.float32)
+    return real, tuple(shape) + (2,), None if strides is None else tuple(strides) + (real.itemsize,)
 
 
 def _as_complex(values, dtype: dt.dtype):
@@ -62,26 +78,73 @@ def _as_complex(values, dtype: dt.dtype):
     return values[..., 0] + 1j * values[..., 1]
 
 
-def _draw_uniform(rng, shape, dtype, low=0.0, high=1.0):
-    working = _working_type(dtype)
-    values = rng.random(_real_shape(shape, dtype), dtype=working)
-    if low != 0.0 or high != 1.0:
-        values = (values * working(high - low) + working(low)).astype(working)
-    return _as_complex(values, dtype)
+def _contiguous(shape, strides, itemsize: int) -> bool:
+    """Tensor.is_contiguous for these byte strides (size-1 dims do not count)."""
+    if strides is None:
+        return True
+    expected = itemsize
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
 
 
-def _draw_normal(rng, shape, dtype, mean=0.0, std=1.0):
-    working = _working_type(dtype)
+def _draw_uniform(engine, shape, dtype, low=0.0, high=1.0, strides=None):
+    real, shape, strides = _real_layout(shape, dtype, strides)
+    values = kernels.uniform(engine, math.prod(shape), real, low, high)
+    return _as_complex(kernels.place(values, shape, strides), dtype)
+
+
+def _draw_normal(engine, shape, dtype, mean=0.0, std=1.0, strides=None):
     if dtype.is_complex:
         std = std / math.sqrt(2.0)  # torch: each of the real and imaginary parts has variance std**2 / 2
-    values = rng.standard_normal(_real_shape(shape, dtype), dtype=working)
-    if mean != 0.0 or std != 1.0:
-        values = (values * working(std) + working(mean)).astype(working)
-    return _as_complex(values, dtype)
+    real, shape, strides = _real_layout(shape, dtype, strides)
+    values = kernels.normal(engine, math.prod(shape), real, mean, std, _contiguous(shape, strides, real.itemsize))
+    return _as_complex(kernels.place(values, shape, strides), dtype)
 
 
-def _draw_integers(rng, shape, low, high_inclusive):
-    return rng.integers(low, high_inclusive, size=shape, dtype=np.int64, endpoint=True)
+def _draw_integers(engine, shape, dtype, low, high_inclusive, strides=None):
+    """random_(from, to) (randint): uniform on [low, high_inclusive] by torch's modulo."""
+    values = kernels.random_from_to(engine, math.prod(shape), high_inclusive - low + 1, low)
+    return kernels.place(kernels.int64_to(values, dtype.np_dtype), shape, strides)
+
+
+def _draw_random_bits(engine, shape, dtype, strides=None, *, kind):
+    """random_() ("default": [0, max] by uniform_int) or random_(int64 min, None) ("full": 64 random bits)."""
+    n = math.prod(shape)
+    if kind == "full":
+        values = kernels.random_full_64(engine, n)
+    else:
+        values = kernels.random_default(engine, n, dtype.np_dtype)
+    return kernels.place(kernels.int64_to(values, dtype.np_dtype), shape, strides)
+
+
+def _draw_permutation(engine, shape, dtype, strides=None):
+    return kernels.randperm(engine, shape[0])
+
+
+def _draw_bernoulli(engine, shape, dtype, p, strides=None):
+    """bernoulli_(float p): a double uniform below p, as 0/1 in the tensor's dtype."""
+    values = kernels.bernoulli_scalar(engine, math.prod(shape), p)
+    return kernels.place(values.astype(dtype.np_dtype), shape, strides)
+
+
+def _draw_bernoulli_tensor(engine, p, dtype, strides=None):
+    """bernoulli_(p tensor), p already broadcast to the result's shape: drawn in the result's fill order."""
+    order = None if strides is None else kernels.memory_order(p.shape, strides)
+    flat = (p if order is None else np.transpose(p, order)).reshape(-1)
+    values = kernels.bernoulli_tensor(engine, flat)
+    return kernels.place(values.astype(dtype.np_dtype), p.shape, strides)
+
+
+def _draw_from_double(sample):
+    """An in-place draw of a kernel returning doubles (exponential, geometric, ...), cast to the dtype."""
+    def draw(engine, shape, dtype, strides=None):
+        values = sample(engine, math.prod(shape))
+        return kernels.place(kernels.to_dtype(values, dtype.np_dtype), shape, strides)
+
+    return draw
 
 
 def _on_device(host, dtype: dt.dtype, device):
@@ -145,24 +208,62 @@ def _check_random_bounds(low: int, high: int, dtype: dt.dtype) -> None:
                 )
 
 
+_FLOAT_DIGITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}
+
+
 def _full_random_range(dtype: dt.dtype, low: int = 0) -> tuple:
-    """random_() / random_(from, None): [from, max] inclusive; floats up to 2**mantissa digits."""
+    """random_(from, None): [from, max] inclusive; floats up to 2**mantissa digits."""
     if dtype is dt.bool_:
         return low, 1
     if dtype.category == 1:
         return low, dt.iinfo(dtype).max
-    digits = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}[dtype]
-    return low, 2**digits
+    return low, 2 ** _FLOAT_DIGITS[dtype]
+
+
+def _round_bits(value: int, digits: int) -> int:
+    """An integer rounded to `digits` significant bits, ties to even (a float's rounding of it)."""
+    shift = abs(value).bit_length() - digits
+    if shift <= 0:
+        return value
+    quotient, remainder = divmod(abs(value), 1 << shift)
+    half = 1 << (shift - 1)
+    if remainder > half or (remainder == half and quotient & 1):
+        quotient += 1
+    return (quotient << shift) * (1 if value > 0 else -1)
+
+
+def _as_float_and_back(value: int, dtype: dt.dtype):
+    """static_cast<int64_t>(static_cast<scalar_t>(value)), or None where the float overflows."""
+    for digits in ((24,) if dtype.itemsize == 2 else ()) + (_FLOAT_DIGITS[dtype],):
+        value = _round_bits(value, digits)
+    return value if abs(value) <= dt.finfo(dtype).max else None
+
+
+def _update_from(low: int, dtype: dt.dtype) -> int:
+    """torch's update_from: a `from` whose successor the float dtype rounds below it moves up to the next
+    representable integer."""
+    rounded = _as_float_and_back(low + 1, dtype)
+    if rounded is not None and rounded < low:
+        low = rounded + (1 << (abs(low + 1).bit_length() - 1 - _FLOAT_DIGITS[dtype] + 1))
+    return low
+
+
+def _update_to(high: int, dtype: dt.dtype) -> int:
+    """torch's update_to: the mirror of _update_from for the exclusive bound."""
+    rounded = _as_float_and_back(high - 1, dtype)
+    if rounded is not None and rounded >= high:
+        high = rounded - (1 << (abs(high - 1).bit_length() - 1 - _FLOAT_DIGITS[dtype] + 1))
+    return high
 
 
 # ---------------------------------------------------------------- factories
 
 
 _DRAWS = {
-    "uniform": lambda rng, shape, dtype: _draw_uniform(rng, shape, dtype),
-    "normal": lambda rng, shape, dtype, mean=0.0, std=1.0: _draw_normal(rng, shape, dtype, mean, std),
-    "integers": lambda rng, shape, dtype, low, high_inclusive: _draw_integers(rng, shape, low, high_inclusive),
-    "permutation": lambda rng, shape, dtype: rng.permutation(shape[0]),
+    "uniform": _draw_uniform,
+    "normal": _draw_normal,
+    "integers": _draw_integers,
+    "permutation": _draw_permutation,
 }
 
 
@@ -339,22 +440,24 @@ def _sampling_op(name: str, impl, grad_name: str, meta=_shape_of_first) -> OpDef
                  grad_name=grad_name)
 
 
-def _draw_with(params, shape):
-    """Run params['draw'](rng, shape, dtype) for an op impl."""
-    return params["draw"](params["generator"]._rng, shape, params["dtype"])
-
-
 def _draw_impl(xp, a, **params):
-    return xp.asarray(_draw_with(params, a.shape))
+    """An in-place fill's values: params['draw'](engine, shape, dtype, strides), in the order torch fills `a`."""
+    return xp.asarray(params["draw"](params["generator"]._rng, a.shape, params["dtype"], a.strides))
 
 
 def _normal_impl(xp, *arrays, **params):
+    """torch's normal_out_impl: with a float std, normal_(0, std) then + mean; with a tensor std, normal_(0, 1),
+    then * std, then + mean (each step rounded to the result's dtype, as its in-place ops are)."""
+    np_dtype = params["dtype"].np_dtype
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    mean = arrays[0] if params["mean"] is None else params["mean"]
-    std = arrays[-1] if params["std"] is None else params["std"]
-    working = _working_type(params["dtype"])
-    values = params["generator"]._rng.standard_normal(shape, dtype=working)
-    return xp.asarray(values) * xp.asarray(std, dtype=working) + xp.asarray(mean, dtype=working)
+    engine = params["generator"]._rng
+    if params["std"] is not None:
+        values = xp.asarray(kernels.normal(engine, math.prod(shape), np_dtype, 0.0, params["std"]).reshape(shape))
+        return (values + arrays[0]).astype(np_dtype, copy=False)
+    values = xp.asarray(kernels.normal(engine, math.prod(shape), np_dtype).reshape(shape))
+    values = (values * arrays[-1]).astype(np_dtype, copy=False)
+    mean = arrays[0] if params["mean"] is None else xp.asarray(kernels.to_dtype(np.array(params["mean"]), np_dtype))
+    return (values + mean).astype(np_dtype, copy=False)
 
 
 _NORMAL_TENSOR_FLOAT = _sampling_op("normal", _normal_impl, "NormalBackward1", broadcast_meta)
@@ -392,7 +495,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         return _factory(_sizes((size,)), dtype, device, requires_grad, out, generator,
                         ("normal", float(mean), float(std)))
     tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
-    result_dtype = tensors[0]._dtype if len(tensors) == 1 else dt.promote_types(mean._dtype, std._dtype)
+    result_dtype = tensors[0]._dtype  # torch's output is empty_like(mean), or of std when mean is a float
     _require_float("normal_kernel_cpu", result_dtype, complex_ok=False)
     _check_std(std)
     if mean_is_tensor and std_is_tensor:
@@ -412,19 +515,27 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     return write_out(out, result) if out is not None else result
 
 
-_BERNOULLI_TENSOR = _sampling_op(
-    "bernoulli", lambda xp, p, **params: xp.asarray(params["generator"]._rng.random(p.shape) < np.asarray(p)),
-    "BernoulliBackward0",
-)
-_BERNOULLI_FLOAT = _sampling_op(
-    "bernoulli", lambda xp, a, **params: xp.asarray(params["generator"]._rng.random(a.shape) < params["p"]),
-    "BernoulliBackward2",
-)
-_BERNOULLI_INPLACE_TENSOR = _sampling_op(
-    "bernoulli",
-    lambda xp, a, p, **params: xp.asarray(params["generator"]._rng.random(a.shape) < np.asarray(p)),
-    "BernoulliBackward1",
-)
+def _host(array) -> np.ndarray:
+    """A NumPy view of an operand (a CuPy array is copied to the host: every sampler draws there)."""
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _bernoulli_tensor_impl(xp, *arrays, **params):
+    """bernoulli(p) (fresh, C order) or self.bernoulli_(p) (self's fill order; p broadcast to self's shape)."""
+    target = arrays[0]
+    p = np.broadcast_to(_host(arrays[-1]), target.shape)
+    strides = target.strides if len(arrays) == 2 else None
+    return xp.asarray(_draw_bernoulli_tensor(params["generator"]._rng, p, params["dtype"], strides))
+
+
+def _bernoulli_float_impl(xp, a, **params):
+    strides = a.strides if params["inplace"] else None
+    return xp.asarray(_draw_bernoulli(params["generator"]._rng, a.shape, params["dtype"], params["p"], strides))
+
+
+_BERNOULLI_TENSOR = _sampling_op("bernoulli", _bernoulli_tensor_impl, "BernoulliBackward0")
+_BERNOULLI_FLOAT = _sampling_op("bernoulli", _bernoulli_float_impl, "BernoulliBackward2")
+_BERNOULLI_INPLACE_TENSOR = _sampling_op("bernoulli", _bernoulli_tensor_impl, "BernoulliBackward1")
 
 
 def _check_probability(p) -> None:
@@ -454,15 +565,19 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
                                                     "generator": _generator_of(input, generator)})
     else:
         _check_probability(p)
-        result = call(_BERNOULLI_FLOAT, (input,), {"dtype": input._dtype, "p": float(p),
+        result = call(_BERNOULLI_FLOAT, (input,), {"dtype": input._dtype, "p": float(p), "inplace": False,
                                                    "generator": _generator_of(input, generator)})
     return write_out(out, result) if out is not None else result
 
 
-_POISSON = _sampling_op(
-    "poisson", lambda xp, rate, **params: xp.asarray(params["generator"]._rng.poisson(np.asarray(rate, np.float64))),
-    "PoissonBackward0",
-)
+def _poisson_impl(xp, rate, **params):
+    """NumPy's Poisson sampler on a stream seeded from the generator (torch's draws a data-dependent number of
+    words per element): reproducible under a seed, not torch's numbers."""
+    stream = params["generator"]._rng.numpy_stream()
+    return xp.asarray(stream.poisson(_host(rate).astype(np.float64)))
+
+
+_POISSON = _sampling_op("poisson", _poisson_impl, "PoissonBackward0")
 
 
 @export(method=False)
@@ -499,11 +614,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
 
 
 def _multinomial_impl(xp, a, num_samples, replacement, generator, dtype):
-    host = a.get() if hasattr(a, "get") else a  # (a CuPy array: sampled on the host, as before)
-    rows = np.asarray(host, np.float64).reshape(-1, a.shape[-1])
-    if not (np.isfinite(rows).all() and (rows >= 0).all()):
+    rows = _host(a).reshape(-1, a.shape[-1])
+    wide = rows.astype(np.float64)
+    if not (np.isfinite(wide).all() and (wide >= 0).all()):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if (rows.sum(axis=1) <= 0).any():
+    if (wide.sum(axis=1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     shape = (num_samples,) if a.ndim == 1 else (a.shape[0], num_samples)
     return xp.asarray(_sample_categories(generator._rng, rows, num_samples, replacement).reshape(shape))
@@ -517,16 +632,17 @@ def _multinomial_meta(args, params):
 _MULTINOMIAL = _sampling_op("multinomial", _multinomial_impl, "MultinomialBackward0", _multinomial_meta)
 
 
-def _sample_categories(rng, rows, num_samples: int, replacement: bool):
-    if replacement:
-        cumulative = np.cumsum(rows, axis=1)
-        cumulative /= cumulative[:, -1:]
-        draws = rng.random((rows.shape[0], num_samples))
-        indices = np.stack([np.searchsorted(c, d, side="right") for c, d in zip(cumulative, draws)])
-        return np.minimum(indices, rows.shape[1] - 1)
-    # Without replacement: the top-k of p / Exponential(1) keys (torch's algorithm; zero-probability categories
-    # come last, in random order, when more samples than non-zero categories are asked for).
-    keys = rows / rng.standard_exponential(rows.shape)
+def _sample_categories(engine, rows: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
+    """torch's multinomial on CPU.  Without replacement, or for one sample: the top-k of p / q, q ~ Exp(1) drawn
+    into a tensor of p's dtype (ties, such as zero-probability categories, in index order).  With
+    replacement: inverse-CDF sampling (multinomial_with_replacement)."""
+    if replacement and num_samples > 1:
+        return kernels.multinomial_with_replacement(engine, rows, num_samples)
+    q = kernels.to_dtype(kernels.exponential(engine, rows.size, 1.0), rows.dtype).reshape(rows.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = (rows / q).astype(rows.dtype).astype(np.float64)
+    if num_samples == 1:
+        return np.argmax(keys, axis=1)[:, None]
     return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
 
 
@@ -536,7 +652,8 @@ _FILL_OPS: dict = {}
 
 
 def _inplace_sample(self: Tensor, grad_name: str, draw, generator, extra=()) -> Tensor:
-    """self <- draw(rng, shape, dtype) through a zero-gradient op, so views, versions and autograd follow."""
+    """self <- draw(engine, shape, dtype, strides) through a zero-gradient op, so views, versions and autograd
+    follow."""
     self._check_inplace()
     op = _FILL_OPS.get(grad_name)
     if op is None:
@@ -561,8 +678,12 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={_fmt(from_)} > to={_fmt(to)}"
         )
+    real = dt.float64 if self._dtype is dt.complex128 else dt.float32 if self._dtype.is_complex else self._dtype
+    lowest, highest = float(dt.finfo(real).min), float(dt.finfo(real).max)
+    from_, to = min(max(from_, lowest), highest), max(min(to, highest), lowest)  # uniform_impl_ clamps them
     return _inplace_sample(self, "UniformBackward0",
-                           lambda rng, shape, dtype: _draw_uniform(rng, shape, dtype, from_, to), generator)
+                           lambda engine, shape, dtype, strides: _draw_uniform(engine, shape, dtype, from_, to,
+                                                                               strides), generator)
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
@@ -570,18 +691,38 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
     _require_float("normal_kernel_cpu", self._dtype)
     _check_std(std)
     return _inplace_sample(self, "NormalBackward0",
-                           lambda rng, shape, dtype: _draw_normal(rng, shape, dtype, mean, std), generator)
+                           lambda engine, shape, dtype, strides: _draw_normal(engine, shape, dtype, mean, std,
+                                                                              strides), generator)
 
 
 def _random_fill(self, low, high, generator):
+    """random_(from, to) and random_(from, None) (torch's random_from_to_impl)."""
+    dtype = self._dtype
+    if high is None and low == -(2**63):
+        if dtype not in (dt.int64, dt.float64, dt.float32, dt.bfloat16):
+            raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, float and bfloat16")
+        return _inplace_sample(self, "RandomBackward0", functools.partial(_draw_random_bits, kind="full"),
+                               generator)
     if high is None:
-        low, high_inclusive = _full_random_range(self._dtype, low or 0)
-        _check_random_bounds(low, high_inclusive, self._dtype)
+        low, high_inclusive = _full_random_range(dtype, low)
+        if dtype.is_floating_point:
+            low = _update_from(low, dtype)
+            if low >= high_inclusive:
+                raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                                   f"casted to dtype, but got from={low} > to_inc={high_inclusive}")
+        _check_random_bounds(low, high_inclusive, dtype)
     else:
-        _check_random_bounds(low, high, self._dtype)
+        _check_int64(low, high)
+        if dtype.is_floating_point and low < high:
+            low, high = _update_from(low, dtype), _update_to(high, dtype)
+            if low >= high:
+                raise RuntimeError("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, "
+                                   f"but got from={low} >= to={high}")
+        _check_random_bounds(low, high, dtype)
         high_inclusive = high - 1
     return _inplace_sample(self, "RandomBackward0",
-                           lambda rng, shape, dtype: _draw_integers(rng, shape, low, high_inclusive), generator)
+                           lambda engine, shape, dtype, strides: _draw_integers(engine, shape, dtype, low,
+                                                                                high_inclusive, strides), generator)
 
 
 def _random_method(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
@@ -596,8 +737,10 @@ def _random_method(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
         low, high = args
     elif len(args) == 1:
         low, high = 0, args[0]
-    else:
-        low, high = 0, None
+    else:  # random_(): uniform_int_distribution, not random_(0, None) (int32 differs: 32- vs 64-bit words)
+        _from_keyword(None, kwargs)
+        return _inplace_sample(self, "RandomBackward0", functools.partial(_draw_random_bits, kind="default"),
+                               generator)
     _from_keyword(None, kwargs)
     return _random_fill(self, low, high, generator)
 
@@ -611,7 +754,8 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
         p = p.expand(self.shape)
         result = call(_BERNOULLI_INPLACE_TENSOR, (self, p), {"dtype": self._dtype, "generator": generator})
     else:
-        result = call(_BERNOULLI_FLOAT, (self,), {"dtype": self._dtype, "p": float(p), "generator": generator})
+        result = call(_BERNOULLI_FLOAT, (self,), {"dtype": self._dtype, "p": float(p), "inplace": True,
+                                                  "generator": generator})
     return self._inplace_from(result)
 
 
@@ -630,12 +774,8 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     _continuous_only("Exponential", self._dtype)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
-
-    def draw(rng, shape, dtype):
-        working = _working_type(dtype)
-        return rng.standard_exponential(shape, dtype=working) / working(lambd)
-
-    return _inplace_sample(self, "ExponentialBackward0", draw, generator)
+    return _inplace_sample(self, "ExponentialBackward0",
+                           _draw_from_double(lambda engine, n: kernels.exponential(engine, n, lambd)), generator)
 
 
 def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
@@ -644,7 +784,8 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
     if self._dtype.is_complex:
         raise _not_implemented("geometric_cpu", self._dtype)
-    return _inplace_sample(self, "GeometricBackward0", lambda rng, shape, dtype: rng.geometric(p, shape), generator)
+    return _inplace_sample(self, "GeometricBackward0",
+                           _draw_from_double(lambda engine, n: kernels.geometric(engine, n, p)), generator)
 
 
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
@@ -652,20 +793,16 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=
     _require_float("log_normal_cpu", self._dtype, complex_ok=False)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
-    return _inplace_sample(
-        self, "LogNormalBackward0", lambda rng, shape, dtype: np.exp(_draw_normal(rng, shape, dt.float64, mean, std)),
-        generator,
-    )
+    return _inplace_sample(self, "LogNormalBackward0",
+                           _draw_from_double(lambda engine, n: kernels.log_normal(engine, n, mean, std)), generator)
 
 
 def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     _continuous_only("Cauchy", self._dtype)
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
-    return _inplace_sample(
-        self, "CauchyBackward0",
-        lambda rng, shape, dtype: median + sigma * np.tan(np.pi * (rng.random(shape) - 0.5)), generator,
-    )
+    return _inplace_sample(self, "CauchyBackward0",
+                           _draw_from_double(lambda engine, n: kernels.cauchy(engine, n, median, sigma)), generator)
 
 
 for _function in (uniform_, normal_, bernoulli_, exponential_, geometric_, log_normal_, cauchy_):

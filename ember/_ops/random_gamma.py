@@ -6,8 +6,9 @@ dx/dalpha = -(d/dalpha cdf(x; alpha)) / pdf(x; alpha), computed by `_standard_ga
 saddle-point and rational approximations as ATen (aten/src/ATen/native/Distributions.h, standard_gamma_grad_one), so
 the gradient of a given (alpha, sample) pair equals torch's.  `_dirichlet_grad` ports dirichlet_grad_one the same
 way; ember.distributions.Dirichlet uses it in a custom Function exactly as torch's `_Dirichlet` does.
-Samples come from the op's generator (see NOTE [ Random streams ] in random.py), so they are seeded and
-reproducible but not bit-identical to torch's.
+Samples come from a NumPy stream seeded from four words of the op's generator (Engine.numpy_stream; NOTE
+[ Random streams ] in random.py): torch's samplers draw a data-dependent number of words per element, which does
+not vectorise, so these are seeded, reproducible and saved with the generator's state, but not torch's numbers.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def _float_kernel_check(kernel: str, tensor: Tensor) -> None:
 
 
 def _standard_gamma_impl(xp, alpha, **params):
-    rng = params["generator"]._rng
+    rng = params["generator"]._rng.numpy_stream()  # not torch's sampler: see the module docstring
     return xp.asarray(rng.standard_gamma(np.asarray(alpha, np.float64)))
 
 
@@ -243,7 +244,7 @@ def _standard_gamma_grad(input: Tensor, output: Tensor) -> Tensor:
 
 
 def _sample_dirichlet_impl(xp, concentration, **params):
-    rng = params["generator"]._rng
+    rng = params["generator"]._rng.numpy_stream()
     gammas = rng.standard_gamma(np.asarray(concentration, np.float64))
     total = gammas.sum(axis=-1, keepdims=True)
     # All-zero rows (tiny concentrations underflow) fall back to a uniform draw of the vertex, as torch does.
@@ -283,7 +284,7 @@ def _dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor:
 
 
 def _binomial_impl(xp, count, prob, **params):
-    rng = params["generator"]._rng
+    rng = params["generator"]._rng.numpy_stream()
     count = np.asarray(count, np.float64)
     prob = np.asarray(prob, np.float64)
     count, prob = np.broadcast_arrays(count, prob)

@@ -1,9 +1,11 @@
 """Seeding the cuda generators.
 
-ember draws random numbers for every device from its own Generator objects (PCG64 on the host; NOTE [ Random
-streams ] in ember/_ops/random.py) and copies the draws to the device, so a cuda tensor made after
-manual_seed(s) holds the same values as the CPU tensor made after the same seed: reproducible, slower than
-cuRAND for large draws (a known cost; cupy.random is the future fast path).  These functions seed and save
+ember draws random numbers for every device from its own Generator objects (torch's CPU generator, run on
+the host; NOTE [ Random streams ] in ember/_ops/random.py) and copies the draws to the device, so a cuda
+tensor made after manual_seed(s) holds the same values as the CPU tensor made after the same seed -- torch's
+CPU numbers, not those of torch's Philox CUDA generator: reproducible, slower than cuRAND for large draws (a
+known cost; cupy.random is the future fast path).  Their saved states are CPU generator states (5056 bytes),
+not torch's 16-byte CUDA ones.  These functions seed and save
 the per-device generators in ember/_ops/_generator.py.
 """
 

@@ -13,8 +13,6 @@ A random op given an explicit user `generator=` is not seen by "error" mode.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._ops import _generator
 
 __all__ = ["RANDOM_ERROR", "check_randomness_arg", "snapshot", "restore", "changed_since"]
@@ -37,20 +35,18 @@ def _generators() -> list:
 
 
 def snapshot() -> list:
-    """The state of every default generator, to compare against or to restore."""
-    return [(gen, gen._initial_seed, gen._rng.bit_generator.state) for gen in _generators()]
+    """The state of every default generator (its engine's words, position, seed and cached normals), to compare
+    against or to restore."""
+    return [(gen, gen._bits.state) for gen in _generators()]
 
 
 def restore(saved: list) -> None:
-    for gen, initial_seed, state in saved:
-        bit_generator = np.random.PCG64()
-        bit_generator.state = state
-        gen._initial_seed = initial_seed
-        gen._rng = np.random.Generator(bit_generator)
+    for gen, state in saved:
+        gen._bits.state = state
 
 
 def changed_since(saved: list) -> bool:
     """Whether any default generator drew (or was reseeded, or appeared) since `saved`."""
     if len(saved) != len(_generators()):
         return True
-    return any(gen._initial_seed != seed or gen._rng.bit_generator.state != state for gen, seed, state in saved)
+    return any(gen._bits.state != state for gen, state in saved)

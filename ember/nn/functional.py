@@ -275,34 +275,87 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1.0:
         return _inplace_result(input, input * 0, inplace)
-    mask = input.new_empty(input.shape).bernoulli_(1 - p)
-    return _inplace_result(input, nn_ops.dropout_with_mask(input, mask, 1.0 / (1 - p)), inplace)
+    mask = input.new_empty(input.shape).bernoulli_(1 - p)  # torch's _dropout_impl: the same draws, the same factor
+    return _inplace_result(input, nn_ops.dropout_with_mask(input, mask, nn_ops.dropout_scale(input.dtype, p)),
+                           inplace)
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched_ndim: int, name: str):
-    _check_p(p)
-    if not training or p == 0.0:
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, channel_dims: int = 2):
+    """torch's _VF.feature_dropout: one draw per entry of the first `channel_dims` dims (batch and channel; or
+    the channel alone for an unbatched input, which torch unsqueezes), broadcast over the rest."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
-                           f"{input.ndim}D input.")
-    channel_dims = 1 if input.ndim == batched_ndim - 1 else 2
+    if p == 1.0:
+        return _inplace_result(input, input * 0, inplace)
+    if input.ndim < channel_dims:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input.shape[:channel_dims]) + (1,) * (input.ndim - channel_dims)
     mask = input.new_empty(shape).bernoulli_(1 - p)
-    scale = 1.0 / (1 - p) if p < 1 else 0.0
-    return _inplace_result(input, input * mask * scale, inplace)
+    return _inplace_result(input, input * mask * nn_ops.dropout_scale(input.dtype, p), inplace)
+
+
+def _warn_feature_dropout(name: str, ndim: int, spatial: int) -> None:
+    """dropout2d/3d on a rank they were not made for: torch warns (and still drops over dims 0 and 1)."""
+    import warnings
+
+    from .._ops._api import _user_stacklevel
+
+    words = {2: "2 spatial dimensions", 3: "3 spatial dimensions"}[spatial]
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an error in a future "
+        "release. To retain the behavior and silence this warning, please use dropout instead. Note that "
+        f"{name} exists to provide channel-wise dropout on inputs with {words}, a channel dimension, and an "
+        f"optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", UserWarning,
+        stacklevel=_user_stacklevel())
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+    """Channel-wise dropout of (N, C, L) or unbatched (C, L) inputs (other ranks raise, even in eval)."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that dropout1d exists to "
+            "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional "
+            "batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, 2 if input.ndim == 3 else 1)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Channel-wise dropout of (N, C, H, W) inputs.  As torch, every rank drops over dims 0 and 1: a 3-D input is
+    (N, C, L), not an unbatched (C, H, W) (pytorch#77081), and a 2-D (N, C) one is plain dropout, with warnings."""
+    import warnings
+
+    from .._ops._api import _user_stacklevel
+
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        _warn_feature_dropout("dropout2d", input.ndim, 2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape (C, H, "
+            "W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=_user_stacklevel())
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+    """Channel-wise dropout of (N, C, D, H, W) or unbatched (C, D, H, W) inputs (other ranks: torch's warning,
+    then dim 0 taken as the channel)."""
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        _warn_feature_dropout("dropout3d", input.ndim, 3)
+    return _feature_dropout(input, p, training, inplace, 2 if input.ndim == 5 else 1)
+
+
+def _alpha_dropout(input: Tensor, keep: Tensor, p: float) -> Tensor:
+    """torch's _dropout_impl for alpha dropout, step by step (each rounded as torch's in-place ops are): SELU's
+    saturation value for dropped elements, with the affine correction that keeps mean and variance."""
+    alpha = 1.7580993408473766
+    a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    b = (keep - 1) * (alpha * a) + alpha * a * p
+    return input * (keep * a) + b
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
@@ -310,24 +363,21 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     _check_p(p)
     if not training or p == 0.0:
         return input
-    alpha_prime = -1.7580993408473766
+    if p == 1.0:
+        return _inplace_result(input, input * 0, inplace)
     keep = input.new_empty(input.shape).bernoulli_(1 - p)
-    a = ((1 - p) * (1 + p * alpha_prime ** 2)) ** -0.5
-    b = -a * alpha_prime * p
-    result = (input * keep + alpha_prime * (1 - keep)) * a + b
-    return _inplace_result(input, result, inplace)
+    return _inplace_result(input, _alpha_dropout(input, keep, p), inplace)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     _check_p(p)
     if not training or p == 0.0:
         return input
-    alpha_prime = -1.7580993408473766
+    if p == 1.0:
+        return _inplace_result(input, input * 0, inplace)
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     keep = input.new_empty(shape).bernoulli_(1 - p)
-    a = ((1 - p) * (1 + p * alpha_prime ** 2)) ** -0.5
-    b = -a * alpha_prime * p
-    return _inplace_result(input, (input * keep + alpha_prime * (1 - keep)) * a + b, inplace)
+    return _inplace_result(input, _alpha_dropout(input, keep, p), inplace)
 
 
 # ---------------------------------------------------------------- embedding, one_hot, normalize
@@ -336,6 +386,8 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of `weight` selected by integer `input`; padding_idx rows get no gradient."""
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if input._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but "

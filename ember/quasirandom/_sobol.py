@@ -5,11 +5,10 @@ first-point special case, `num_generated`), and its C++ kernels (ATen/native/Sob
 functions below, on the host: a draw XORs, for each point i, the direction numbers of the rightmost zero bit of
 i into the running integer state (Gray-code order, Antonov and Saleev) and scales by 2**-30.
 
-Scrambling (Owen's linear matrix scrambling plus a digital shift) draws its random bits as torch does, from a
-Mersenne Twister seeded with `seed` (torch.Generator().manual_seed(seed): MT19937 with init_genrand(seed mod
-2**32), one 32-bit output per bit, output mod 2), so a seeded scrambled engine gives torch's points bit for bit.
-With seed=None the MT19937 seed is itself drawn from ember's default generator (ember.manual_seed makes it
-reproducible), so those points differ from torch's unseeded ones, as any two unseeded draws do.
+Scrambling (Owen's linear matrix scrambling plus a digital shift) draws its random bits as torch does:
+randint(2, ...) from Generator().manual_seed(seed), or from the default generator when seed is None; ember's
+generators are torch's (NOTE [ Random streams ] in ember/_ops/random.py), so a scrambled engine gives torch's
+points bit for bit under the same seed (or the same manual_seed).
 """
 
 from __future__ import annotations
@@ -19,20 +18,6 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import SCALAR_NAMES, Tensor
 from ._direction_numbers import MAXBIT, MAXDIM, direction_numbers
-
-
-def _mt19937_bits(seed: int, count: int) -> np.ndarray:
-    """`count` values of torch.randint(2, ..., generator=torch.Generator().manual_seed(seed)): the low bit of
-    successive MT19937 outputs, the generator initialised by init_genrand(seed mod 2**32) as at::mt19937 is."""
-    key = np.empty(624, dtype=np.uint32)
-    value = seed & 0xFFFFFFFF
-    key[0] = value
-    for i in range(1, 624):
-        value = (1812433253 * (value ^ (value >> 30)) + i) & 0xFFFFFFFF
-        key[i] = value
-    generator = np.random.MT19937(0)
-    generator.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 624}}
-    return (generator.random_raw(count) & 1).astype(np.int64)
 
 
 def _parity(values: np.ndarray) -> np.ndarray:
@@ -120,16 +105,12 @@ class SobolEngine:
 
     def _scrambled(self, state: np.ndarray) -> tuple:
         """(scrambled direction numbers, digital shift), from torch's random bits for `seed`."""
-        seed = self.seed
-        if seed is None:
-            from .. import randint
+        from .. import Generator, randint
 
-            seed = int(randint(0, 2**32, (1,)).item())
-        bits = _mt19937_bits(int(seed), self.dimension * self.MAXBIT * (1 + self.MAXBIT))
-        count = self.dimension * self.MAXBIT
-        shift_bits = bits[:count].reshape(self.dimension, self.MAXBIT)
+        generator = None if self.seed is None else Generator().manual_seed(self.seed)
+        shift_bits = randint(2, (self.dimension, self.MAXBIT), generator=generator).numpy()
         shift = (shift_bits << np.arange(self.MAXBIT, dtype=np.int64)).sum(-1)
-        ltm = np.tril(bits[count:].reshape(self.dimension, self.MAXBIT, self.MAXBIT))
+        ltm = np.tril(randint(2, (self.dimension, self.MAXBIT, self.MAXBIT), generator=generator).numpy())
         return _scramble(state, ltm), shift
 
     def _draw_kernel(self, n: int, num_generated: int, dtype) -> Tensor:
