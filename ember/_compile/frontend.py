@@ -39,12 +39,12 @@ _MISS = object()
 
 def _rng_state(generators) -> list:
     """The states of the generators a chain's random ops draw from (each chain tried starts from them)."""
-    return [(generator, generator._bits.bit_generator.state) for generator in generators]
+    return [(generator, generator._bits.state) for generator in generators]
 
 
 def _set_rng_state(saved) -> None:
     for generator, bits in saved:
-        generator._bits.bit_generator.state = bits
+        generator._bits.state = bits
 
 
 def _modules_in(module, args, kwargs) -> list:

@@ -105,11 +105,6 @@ class Engine:
         self._bits.state = {"bit_generator": "MT19937",
                             "state": {"key": np.frombuffer(key, np.uint32), "pos": pos}}
 
-    @property
-    def bit_generator(self) -> Engine:
-        """The engine itself: ember/_compile/frontend.py rewinds generators through `_bits.bit_generator.state`."""
-        return self
-
     def torch_state(self) -> np.ndarray:
         """torch.Generator.get_state()'s bytes (CPUGeneratorImpl::get_state; unused fields and padding zero)."""
         bits = self._bits.state["state"]
