@@ -153,6 +153,8 @@ def _as_index_item(item):
         return ("int", int(item))
     if isinstance(item, slice):
         return ("slice", _slice(item))
+    if isinstance(item, range):  # torch indexes with any Python sequence (`x[range(n), y]`), as torch.tensor(seq)
+        item = list(item)
     if isinstance(item, (Tensor, np.ndarray)) and item.ndim == 0:
         array = _index_array(item)
         return ("bool", bool(array)) if array.dtype == np.bool_ else ("int", int(array))

@@ -510,9 +510,27 @@ def _alpha_for(input, other, alpha):
     return alpha
 
 
+def _deprecated_alpha_first(name, other, rest, alpha):
+    """torch's deprecated `add(input, Number alpha, Tensor other)` (and sub's), still written by old programs
+    (`p.data.add_(-lr, p.grad.data)`): the (other, alpha) it means, with torch's warning."""
+    import numbers
+    import warnings
+
+    from ._api import _user_stacklevel
+
+    if len(rest) != 1 or alpha != 1 or not isinstance(other, numbers.Number) or not isinstance(rest[0], Tensor):
+        raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(rest)} were given")
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\nConsider using one "
+                  f"of the following signatures instead:\n\t{name}(Tensor other, *, Number alpha = 1)",
+                  UserWarning, stacklevel=_user_stacklevel())
+    return rest[0], other
+
+
 @export(inplace=True)
-def add(input, other, *, alpha=1, out=None) -> Tensor:
+def add(input, other, *deprecated, alpha=1, out=None) -> Tensor:
     """input + alpha * other, broadcasting and promoting as torch does."""
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("add", other, deprecated, alpha)
     if alpha != 1:
         _check_alpha(input, other, alpha)
         return finish_out(call(_ADD, (input, other), {"alpha": _alpha_for(input, other, alpha)}), out)
@@ -520,8 +538,10 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 
 
 @export(inplace=True, aliases=("subtract",))
-def sub(input, other, *, alpha=1, out=None) -> Tensor:
+def sub(input, other, *deprecated, alpha=1, out=None) -> Tensor:
     """input - alpha * other."""
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("sub", other, deprecated, alpha)
     bools = (_dtype_of(input) is dt.bool_) + (_dtype_of(other) is dt.bool_)
     if bools == 2:
         raise RuntimeError(

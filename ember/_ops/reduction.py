@@ -509,7 +509,14 @@ def _variance_rule(name):
     return rule
 
 
-def _var_impl(xp, a, dim, keepdim, correction):
+def _var_impl(xp, a, dim, keepdim, correction, take_sqrt=False):
+    """Variance (or its square root) over `dim`.  On the CPU torch accumulates reduced-precision floats in double
+    (WelfordOps<scalar_t, double>) and rounds once at the end; so does this, so a float32 std matches torch's
+    to the last bit (a float32 two-pass sum was off by an ulp, which `(x - x.mean()) / x.std()` spreads)."""
+    low_precision = xp is np and a.dtype.itemsize < 8 and (a.dtype.kind == "f" or a.dtype.kind == "V")
+    result_dtype = a.dtype
+    if low_precision:
+        a = a.astype(np.float64)
     count = 1
     for d in dim:
         count *= a.shape[d]
@@ -519,7 +526,10 @@ def _var_impl(xp, a, dim, keepdim, correction):
     total = xp.sum(squares, axis=dim, keepdims=keepdim)
     divisor = count - correction
     divisor = divisor if divisor > 0 else 0
-    return xp.asarray(total) / xp.asarray(divisor, dtype=total.dtype)
+    result = xp.asarray(total) / xp.asarray(divisor, dtype=total.dtype)
+    if take_sqrt:
+        result = xp.sqrt(result)
+    return result.astype(result_dtype) if low_precision else result
 
 
 def _var_grad(g, ctx):
@@ -543,7 +553,7 @@ def _std_backward(ctx, g):
 
 _VAR = OpDef("var", _var_impl, lambda ctx, g: _var_grad(g, ctx), dtype_rule=_variance_rule("std and var"),
              meta=reduction_meta, saves=SAVE_INPUTS)
-_STD = OpDef("std", lambda xp, a, **params: xp.sqrt(_var_impl(xp, a, **params)), _std_backward,
+_STD = OpDef("std", lambda xp, a, **params: _var_impl(xp, a, **params, take_sqrt=True), _std_backward,
              dtype_rule=_variance_rule("std and var"), meta=reduction_meta, saves=SAVE_INPUTS | SAVE_RESULT)
 
 
