@@ -267,3 +267,26 @@ def test_samplers_draw_torchs_indices(source):
         module.manual_seed(0)
         results.append(eval(source, {"torch": module}))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("source", ["torch.randn(100_003)", "torch.empty(70_000).normal_(0.5, 3.0)",
+                                    "torch.randn(4096 * 3, dtype=torch.bfloat16)"])
+def test_large_float_normals_through_the_native_fill_are_torchs(source):
+    """Large float32 fills run the C version of the AVX2 fill (_FILL16_C): still torch's bits."""
+    _check(source)
+
+
+def test_native_and_numpy_normal_fills_agree_bit_for_bit():
+    from ember._ops import _rng_kernels
+
+    native = _rng_kernels._native_fill16()
+    if native is None:
+        pytest.skip("no C compiler: only the NumPy fill runs")
+    data = np.random.default_rng(0).random(1 << 16).astype(np.float32)
+    data[:6] = [0.0, 1e-38, 1e-45, 0.5, 0.99999994, 0.25]  # denormal and edge uniforms
+    for mean, std in ((0.0, 1.0), (0.3, 2.5), (-1.0, 1e-3)):
+        expected = _rng_kernels._fill16_avx2(data.copy(), np.float32(mean), np.float32(std))
+        got = data.copy()
+        native(got.ctypes.data, got.size // 16, float(np.float32(mean)), float(np.float32(std)),
+               int(mean == 0 and std == 1))
+        np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))

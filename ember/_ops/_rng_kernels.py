@@ -245,9 +245,13 @@ def _normal_fill32(engine: Engine, n: int, dtype: np.dtype, mean: float, std: fl
         data = np.empty(n, _F32)
         data[:full] = uniform32(engine, full)
     mean32, std32 = _F32(mean), _F32(std)
-    for start in range(0, full, _CHUNK):
-        stop = min(start + _CHUNK, full)
-        data[start:stop] = _fill16_avx2(data[start:stop], mean32, std32)
+    native = _native_fill16() if full >= _NATIVE_MIN else None
+    if native is not None:  # the same arithmetic in C (_FILL16_C), ~10x faster than NumPy's emulated FMAs
+        native(data.ctypes.data, full // 16, float(mean32), float(std32), int(mean == 0 and std == 1))
+    else:
+        for start in range(0, full, _CHUNK):
+            stop = min(start + _CHUNK, full)
+            data[start:stop] = _fill16_avx2(data[start:stop], mean32, std32)
     if n % 16:
         data[n - 16:] = _fill16_avx2(uniform32(engine, 16), mean32, std32)
     return data if dtype == _F32 else data.astype(dtype)
@@ -319,6 +323,106 @@ def _fill16_avx2(data: np.ndarray, mean, std) -> np.ndarray:
     if mean == 0 and std == 1:
         return out + _F32(0)  # the FMA's exact value, -0 made +0
     return fma32(out, std, mean)  # _mm256_fmadd_ps(n, std, mean)
+
+
+# The fill above in C, for large fills: every operation of _log256 / _sincos256 / _fill16_avx2 in the same
+# order, the fused ones as fmaf (exact, one rounding: what fma32 emulates) and contraction off for the rest,
+# so the results are bit-identical to the NumPy path's (tests/test_random_torch_streams.py checks both).
+_FILL16_C = r"""
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize ("fp-contract=off")
+#endif
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline int32_t bits_of(float x) { int32_t b; memcpy(&b, &x, 4); return b; }
+static inline float float_of(int32_t b) { float x; memcpy(&x, &b, 4); return x; }
+
+static inline float log256(float x) {
+    const float min_norm = float_of(0x00800000);
+    if (x < min_norm) x = min_norm;
+    int32_t bits = bits_of(x);
+    int32_t exponent = (bits >> 23) - 0x7F;
+    x = float_of((bits & ~0x7F800000) | 0x3F000000);
+    float e = (float)exponent + 1.0f;
+    int small = x < 0.707106781186547524f;
+    e -= small ? 1.0f : 0.0f;
+    x = (x - 1.0f) + (small ? x : 0.0f);
+    float z = x * x;
+    float y = 7.0376836292e-2f;
+    y = fmaf(y, x, -1.1514610310e-1f);
+    y = fmaf(y, x, 1.1676998740e-1f);
+    y = fmaf(y, x, -1.2420140846e-1f);
+    y = fmaf(y, x, 1.4249322787e-1f);
+    y = fmaf(y, x, -1.6668057665e-1f);
+    y = fmaf(y, x, 2.0000714765e-1f);
+    y = fmaf(y, x, -2.4999993993e-1f);
+    y = fmaf(y, x, 3.3333331174e-1f);
+    y = y * x;
+    y = fmaf(y, z, e * -2.12194440e-4f);
+    y = y - z * 0.5f;
+    return fmaf(e, 0.693359375f, x + y);
+}
+
+static inline void sincos256(float x, float *sine, float *cosine) {
+    int32_t j = (int32_t)(x * 1.27323954473516f);
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    int32_t sign_sin = (j & 4) << 29;
+    int32_t sign_cos = (~(j - 2) & 4) << 29;
+    int use_sin_poly = (j & 2) == 0;
+    x = fmaf(y, -0.78515625f, x);
+    x = fmaf(y, -2.4187564849853515625e-4f, x);
+    x = fmaf(y, -3.77489497744594108e-8f, x);
+    float z = x * x;
+    float c = fmaf(fmaf(2.443315711809948e-005f, z, -1.388731625493765e-003f), z, 4.166664568298827e-002f) * z;
+    c = fmaf(c, z, -(z * 0.5f)) + 1.0f;
+    float s = fmaf(fmaf(-1.9515295891e-4f, z, 8.3321608736e-3f), z, -1.6666654611e-1f) * z;
+    s = fmaf(s, x, x);
+    float sn = use_sin_poly ? s : c, cs = use_sin_poly ? c : s;
+    *sine = float_of(bits_of(sn) ^ sign_sin);
+    *cosine = float_of(bits_of(cs) ^ sign_cos);
+}
+
+void ember_normal_fill16(float *data, long blocks, float mean, float std, int standard) {
+    const float two_pi = (float)(2.0 * 3.14159265358979323846);
+    for (long b = 0; b < blocks; b++) {
+        float *d = data + 16 * b;
+        float out[16];
+        for (int i = 0; i < 8; i++) {
+            float radius = sqrtf(-2.0f * log256(1.0f - d[i]));
+            float sine, cosine;
+            sincos256(two_pi * d[i + 8], &sine, &cosine);
+            out[i] = radius * cosine;
+            out[i + 8] = radius * sine;
+        }
+        for (int i = 0; i < 16; i++)
+            d[i] = standard ? out[i] + 0.0f : fmaf(out[i], std, mean);
+    }
+}
+"""
+_NATIVE_MIN = 1 << 12  # below this the NumPy path costs less than a ctypes call
+_native: list = []
+
+
+def _native_fill16():
+    """The C fill (built once, cached on disk like ember.compile's kernels), or None without a C compiler."""
+    if not _native:
+        try:
+            import ctypes
+
+            from .._compile import codegen
+
+            function = codegen.compile_library(_FILL16_C).ember_normal_fill16
+            function.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_float, ctypes.c_int]
+            function.restype = None
+            _native.append(function)
+        except Exception:  # noqa: BLE001 - no compiler, or it failed: the NumPy path is exact too
+            _native.append(None)
+    return _native[0]
 
 
 # ---------------------------------------------------------------- integers
