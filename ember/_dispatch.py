@@ -45,6 +45,9 @@ inplace_written = False
 # ember/_ops/sparse_ops.py sets the function (op, args, params) -> results that runs a call with a sparse operand
 # (NOTE [ Sparse COO tensors ] there)
 sparse_dispatch = None
+# ember/_autograd/forward_ad.py sets itself here while a dual level is active: each call's results get their
+# tangents from `forward_ad.propagate` (NOTE [ Forward AD ] there)
+forward_ad = None
 INPLACE_OUT = os.environ.get("EMBER_INPLACE_OUT", "1") != "0"  # 0: every in-place op computes, then copies
 
 
@@ -236,6 +239,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
         results = _call_backend(op, args, params, compute, out_dtype, device)
     if needs_grad and state.enabled and op.backward is not None:
         _record(op, args, params, results)
+    if forward_ad is not None:
+        forward_ad.propagate(op, args, params, results)
     if tracer is not None:
         tracer.record(op, args, params, results)
     return results
@@ -267,6 +272,8 @@ def _write_in_place(op, args, params) -> bool:
     target = inplace_target
     inplace_target = None  # only the function's first op call may write into the target
     if op.out_impl is None or args[0] is not target or tracer is not None or autocast is not None:
+        return False
+    if forward_ad is not None:  # the tangent needs the general path (NOTE [ Forward AD ])
         return False
     if target._dtype.category < 0:  # quantized: the general path raises (NOTE [ Quantized dtypes ] in _dtype.py)
         return False

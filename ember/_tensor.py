@@ -150,6 +150,7 @@ class Tensor:
     _is_param = False
     _counter = None  # NOTE [ Version counters ]: None while the tensor uses its storage's own counter
     _qparams = None  # quantization parameters of a quantized tensor (ember/_ops/quantized.py)
+    _fw_tangent = None  # the tangent inside a dual level (NOTE [ Forward AD ] in ember/_autograd/forward_ad.py)
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -704,6 +705,8 @@ class Tensor:
                     self._base._follow_retain_hook()
                 if self._retains_grad:  # torch regenerates the view's grad_fn at once, and its retain hook moves
                     self._refresh_view()
+        if _dispatch.forward_ad is not None:  # self takes result's tangent too
+            _dispatch.forward_ad.inplace(self, result)
         if _dispatch.tracer is not None:  # ember.compile: this tensor now stands for result's value
             if result._dtype is not self._dtype:  # (bf16 `h += fp32`: the value kept is the cast, recorded)
                 result = result.to(self._dtype)
@@ -840,7 +843,14 @@ class Tensor:
             device=None if self._device.type == "cpu" else str(self._device),
             requires_grad=self._requires_grad and grad_fn is None,
             grad_fn_name=grad_fn.name() if grad_fn is not None else None,
+            tangent=self._tangent_repr(),
         )
+
+    def _tangent_repr(self) -> str | None:
+        """A dual tensor (forward AD) prints its tangent, as torch's."""
+        forward_ad = _dispatch.forward_ad
+        tangent = None if forward_ad is None else forward_ad.tangent_of(self)
+        return None if tangent is None else repr(tangent)
 
     __str__ = __repr__
 

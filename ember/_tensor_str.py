@@ -380,6 +380,7 @@ def tensor_repr(
     requires_grad: bool = False,
     grad_fn_name: str | None = None,
     prefix: str = "tensor(",
+    tangent: str | None = None,
 ) -> str:
     """Return the ``repr`` torch would give a dense tensor with these properties.
 
@@ -394,6 +395,7 @@ def tensor_repr(
         device: None for cpu, else the device string (``"cuda:0"``, ``"meta"``).
         requires_grad: adds ``requires_grad=True`` when there is no grad_fn.
         grad_fn_name: class name of the grad_fn, shown as ``grad_fn=<Name>``.
+        tangent: the repr of a dual tensor's tangent (forward AD), shown as ``tangent=...``.
         prefix: opening text; its length sets the indentation of wrapped lines.
     """
     shape = tuple(int(n) for n in shape)
@@ -431,4 +433,6 @@ def tensor_repr(
         suffixes.append(f"grad_fn=<{grad_fn_name}>")
     elif requires_grad:
         suffixes.append("requires_grad=True")
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     return _add_suffixes(prefix + tensor_str, suffixes, indent)

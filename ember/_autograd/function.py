@@ -285,8 +285,12 @@ def _apply(cls, args: tuple, kwargs: dict, uses_setup_context: bool):
                                          "that a replay could not record")
         ctx.next_functions = tuple(t._edge() if t.requires_grad else (None, 0) for t in tensors)
         ctx._input_meta = tuple((t._data.shape, t._dtype) if t.requires_grad else None for t in tensors)
+    from .. import _dispatch
+
     previous = state.enabled
+    forward_ad = _dispatch.forward_ad
     state.enabled = False
+    _dispatch.forward_ad = None  # forward runs without tangents; jvp gives them (NOTE [ Forward AD ])
     try:
         if uses_setup_context:
             output = cls.forward(*args, **kwargs)
@@ -295,7 +299,11 @@ def _apply(cls, args: tuple, kwargs: dict, uses_setup_context: bool):
             output = cls.forward(ctx, *args, **kwargs)
     finally:
         state.enabled = previous
-    return _process_outputs(ctx, tensors, output, executable)
+        _dispatch.forward_ad = forward_ad
+    output = _process_outputs(ctx, tensors, output, executable)
+    if forward_ad is not None:
+        forward_ad.function_jvp(cls, ctx, args, output)
+    return output
 
 
 def _process_outputs(ctx, inputs: list, output, executable: bool):

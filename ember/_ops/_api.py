@@ -78,6 +78,8 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
     if not isinstance(out, Tensor):
         raise TypeError(f"out argument must be a Tensor, not {type(out).__name__}")
     out._check_inference_write()
+    if _dispatch.forward_ad is not None:
+        _dispatch.forward_ad.check_out(result)
     if out._requires_grad and result._requires_grad:
         from .._autograd.grad_mode import state
 

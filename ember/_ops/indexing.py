@@ -219,7 +219,8 @@ def _put(self: Tensor, key: IndexKey, value: Tensor, accumulate: bool = False) -
     """Write value into self[key] in place (out of place + _inplace_from under autograd: _tensor.py NOTE)."""
     # (under ember.compile's tracer the write must be an op the graph records: written straight into the
     # array, a capture replayed the tensor's first contents, e.g. F.pad's zeros without the copied input)
-    if state.enabled and (self._requires_grad or value._requires_grad) or _dispatch.tracer is not None:
+    if (state.enabled and (self._requires_grad or value._requires_grad) or _dispatch.tracer is not None
+            or _dispatch.forward_ad is not None):  # (forward AD: the op call gives the tangent)
         self._check_inplace()
         result = call(_INDEX_PUT, (self, value), {"key": key, "accumulate": accumulate})
         return self._inplace_from(result)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.node import node_class
 from .._dispatch import OpDef, call, keep
@@ -820,6 +821,8 @@ def _inplace_view(name: str, fn, op: OpDef, grad_name) -> None:
             self._output_nr = result._output_nr
             self._requires_grad = True
             self._view_version = self._counter_value()  # (torch leaves a retain_grad hook where it was)
+        if result._fw_tangent is not None:  # forward AD: the tangent takes the new shape too
+            _dispatch.forward_ad.reshaped_in_place(self, result)
         return self
 
     method.__name__ = method.__qualname__ = name

@@ -7,9 +7,9 @@ from .._autograd.function import Function, InplaceFunction, once_differentiable
 from .._autograd.functions import backward, grad
 from .._autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .._autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from . import anomaly_mode, function, functional, grad_mode, graph, profiler, variable  # noqa: F401  (torch's submodules)
+from . import anomaly_mode, forward_ad, function, functional, grad_mode, graph, profiler, variable  # noqa: F401  (torch's submodules)
 from .variable import Variable
 
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "GradcheckError", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "Function", "InplaceFunction", "once_differentiable",
-           "detect_anomaly", "set_detect_anomaly", "functional", "graph", "Variable"]
+           "detect_anomaly", "set_detect_anomaly", "functional", "graph", "Variable", "forward_ad"]
