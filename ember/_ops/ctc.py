@@ -34,6 +34,9 @@ def _tables(xp, log_probs, targets, input_lengths, target_lengths, blank):
         raise RuntimeError(f"Expected tensor to have size at least {max(tl)} at dimension 1, but got size "
                            f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
                            "ctc_loss_allocate_outputs)")
+    if targets.ndim == 1 and sum(tl) != targets.shape[0]:  # concatenated targets: exactly the lengths' total
+        raise RuntimeError(f"Expected tensor to have size {sum(tl)} at dimension 0, but got size {targets.shape[0]} "
+                           "for argument #2 'targets' (while checking arguments for ctc_loss_allocate_outputs)")
     states = 2 * max(tl, default=0) + 1
     prime = np.full((N, states), blank, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(tl)]).astype(np.int64)

@@ -41,8 +41,8 @@ def _norm_backward(ctx, g):
         for d in dim:
             g = g.unsqueeze(d)
             norm = norm.unsqueeze(d)
-    if p == 0:
-        return x.new_zeros(x.shape) * g
+    if p == 0:  # torch's norm_backward returns an undefined gradient: the input's .grad stays None
+        return None
     if p == 1:
         return x.sgn() * g
     if p == 2:

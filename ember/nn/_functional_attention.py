@@ -368,6 +368,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     # Python was an untraced draw, which made every call with attention dropout run eagerly)
     seed = _factory((), dt.int64, query._device, False, None, None, ("integers", 0, 2**63 - 1)) \
         if dropout_p > 0 else None
+    if key.shape[-2] == 0:  # no keys: torch's output is zeros; the composite form gets there without a row max
+        return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     if attn_mask is not None and attn_mask.requires_grad:
         # a learned additive mask: fall back to the composite (math) form so it gets a gradient
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)

@@ -55,22 +55,36 @@ def _check_same_size(input: Tensor, target: Tensor, name: str) -> None:
         )
 
 
+def _weighted_reduce(loss: Tensor, weight: Tensor | None, input: Tensor, reduction: str,
+                     weight_mean: bool = True) -> Tensor:
+    """torch's optional `weight` of mse/l1/huber: the input's exact size, and 'mean' divides by sum(weight)
+    (huber_loss, weight_mean=False, takes a plain mean of the weighted losses)."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if weight_mean else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     _check_same_size(input, target, "mse_loss")
     loss = (input - target).square()
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    return _weighted_reduce(loss, weight, input, _legacy_reduction(size_average, reduce, reduction))
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
     _check_same_size(input, target, "l1_loss")
     loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    return _weighted_reduce(loss, weight, input, _legacy_reduction(size_average, reduce, reduction))
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -81,9 +95,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     diff = (input - target).abs()
     loss = where(diff < delta, 0.5 * diff.square(), delta * (diff - 0.5 * delta))
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _weighted_reduce(loss, weight, input, reduction, weight_mean=False)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -98,6 +110,13 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     else:
         loss = where(diff < beta, 0.5 * diff.square() / beta, diff - 0.5 * beta)
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+
+
+def _reject_weight_grad(weight: Tensor | None, kernel: str, name: str = "weight") -> None:
+    """torch's loss kernels have no derivative for their class/element weights and refuse one that needs it."""
+    if weight is not None and weight.requires_grad and _grad_state.enabled:
+        raise RuntimeError(f"The function '{kernel}' is not differentiable with respect to argument '{name}'. This "
+                           "input cannot have requires_grad True.")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
@@ -118,18 +137,18 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
-    if target._dtype is dt.uint8:  # (torch takes Byte targets too)
+    scalar_name = target.type().split(".")[-1][:-6]
+    if target._dtype not in (dt.int64, dt.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_name}")
+    if target._dtype is dt.uint8:  # torch's 1-D/2-D kernel takes Byte targets; its N-D path wants Long
+        if input.ndim > 2:
+            raise RuntimeError("expected scalar type Long but found Byte")
         target = target.long()
-    if target._dtype is not dt.int64:
-        raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
     classes = input.shape[1]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
-    if weight is not None and weight.requires_grad and _grad_state.enabled:  # torch has no gradient for weight
-        kernel = "nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward"
-        raise RuntimeError(f"The function '{kernel}' is not differentiable with respect to argument 'weight'. This "
-                           "input cannot have requires_grad True.")
+    _reject_weight_grad(weight, "nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward")
     target = call(_TARGET_CHECK, (target,), {"ignore_index": ignore_index, "classes": classes})
     valid = target != ignore_index
     safe_target = target.masked_fill(~valid, 0)
@@ -188,14 +207,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if weight is not None and weight.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
                            f"{SCALAR_NAMES[weight.dtype.name]}")
-    if target.is_floating_point() and ignore_index != -100:
+    if tuple(target.shape) == tuple(input.shape) and target.is_floating_point() and ignore_index != -100:
         raise RuntimeError("ignore_index is not supported for floating point target")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
-    if target.is_floating_point():
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                               f"({target.shape[0]}).")
+    # torch reads a float target as class probabilities only when it has the input's shape; otherwise it goes
+    # down the class-index path, whose checks then reject it
+    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
         classes = input.shape[class_dim]
         if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {classes} classes or "
@@ -266,6 +284,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if weight is not None and tuple(np.broadcast_shapes(tuple(weight.shape), tuple(input.shape))) != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
                            f"{list(np.broadcast_shapes(tuple(weight.shape), tuple(input.shape)))}")
+    _reject_weight_grad(weight, "binary_cross_entropy")
     message = "all elements of input should be between 0 and 1"
     input = range_check(input, 0, 1, message, message)
     message = "all elements of target should be between 0 and 1"
@@ -286,6 +305,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if not target.is_floating_point():
         raise RuntimeError(f"result type {SCALAR_NAMES[input.dtype.name]} can't be cast to the desired output type "
                            f"{SCALAR_NAMES[target.dtype.name]}")
+    _reject_weight_grad(weight, "binary_cross_entropy_with_logits")
+    _reject_weight_grad(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input - log_weight * logsigmoid(input)
@@ -354,11 +375,16 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
     loss = 0.5 * (var.log() + (input - target).square() / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, size_average=None,
                         reduce=None, reduction: str = "mean") -> Tensor:
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     loss = (-target * (input1 - input2) + margin).clamp_min(0)
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
 
@@ -377,6 +403,11 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           reduce=None, reduction: str = "mean") -> Tensor:
     from .. import where
 
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if not input1.ndim == input2.ndim == target.ndim + 1:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {target.ndim + 1}D input tensors, but found inputs "
+                           f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
     prod_sum = (input1 * input2).sum(-1)
     mag_square1 = (input1 * input1).sum(-1) + eps
@@ -397,6 +428,11 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
 
 
+def _check_margin(margin: float) -> None:
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+
+
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
@@ -404,6 +440,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
                            f"{negative.ndim}D inputs")
+    _check_margin(margin)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -417,6 +454,9 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
                                       distance_function=None, margin: float = 1.0, swap: bool = False,
                                       reduction: str = "mean") -> Tensor:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_margin(margin)
     distance = distance_function or pairwise_distance
     d_pos = distance(anchor, positive)
     d_neg = distance(anchor, negative)
@@ -427,16 +467,36 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+def _check_margin_input(input: Tensor, target: Tensor) -> None:
+    """The input checks of torch's multi_margin_loss / multilabel_margin_loss kernels."""
+    if not (input.ndim == 1 and input.numel() > 0 or input.ndim == 2 and input.shape[1] > 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if target._dtype is not dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.type().split('.')[-1][:-6]}")
+
+
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
                       size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """sum_j max(0, margin - x[y] + x[j])^p / C over j != y (torch.nn.MultiMarginLoss)."""
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    from .. import where
+
+    _check_margin_input(input, target)
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    _reject_weight_grad(weight, "multi_margin_loss")
     unbatched = input.ndim == 1
     x = input.unsqueeze(0) if unbatched else input
-    y = target.reshape(-1)
+    if target.ndim > 1 or target.numel() != x.shape[0]:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{x.shape[0]}], but got "
+                           f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    y = range_check(target.reshape(-1), 0, x.shape[1] - 1, "target out of range", "target out of range")
     picked = x.gather(1, y.unsqueeze(1))
-    losses = (margin - picked + x).clamp_min(0)
+    losses = margin - picked + x
+    losses = where(losses > 0, losses, 0.0)  # (torch's kernel: no gradient where the margin is exactly met)
     if p == 2:
         losses = losses.square()
     if weight is not None:
@@ -452,6 +512,11 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                            reduction: str = "mean") -> Tensor:
     """sum over target classes j (until the first -1) and non-target i of max(0, 1 - (x[j] - x[i])) / C."""
+    _check_margin_input(input, target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if target.numel() and (int(target.min()) < -1 or int(target.max()) >= input.shape[-1]):
+        raise RuntimeError("argument #2 'target' is out of range")
     unbatched = input.ndim == 1
     x = input.unsqueeze(0) if unbatched else input
     t = target.unsqueeze(0) if unbatched else target
@@ -478,7 +543,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
         losses.append((1 - (xj - xi)).clamp_min(0).sum() / classes)
     from .. import stack
 
-    loss = stack(losses)
+    loss = stack(losses) if losses else x.sum(1)
     if unbatched:
         loss = loss.squeeze(0)
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))

@@ -221,14 +221,48 @@ def normalize(x: Tensor, weight, bias, axes: tuple, eps: float, op=NORMALIZE):
     return call(op, (x, weight, bias), {"axes": tuple(axes), "eps": eps})
 
 
+def _check_param_dtypes(input: Tensor, params: tuple, kernel: str) -> None:
+    """torch's CPU norm kernels take floating input only, and a float32/float64 input wants its parameters in its
+    own dtype (ATen's mixed_type.h: the first parameter present decides which error a mismatch gets)."""
+    if not input.dtype.is_floating_point:
+        from .._ops._api import not_implemented
+
+        raise not_implemented(kernel, input.dtype)
+    present = [p for p in params if p is not None]
+    if input.dtype not in (dt.float32, dt.float64) or not present:
+        return
+    if present[0].dtype != input.dtype:
+        if any(p.dtype != dt.float32 for p in present):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    for p in present:
+        if p.dtype != input.dtype:
+            from .._tensor import SCALAR_NAMES
+
+            raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
+                               f"{SCALAR_NAMES[p.dtype.name]}")
+
+
+def _check_normalized_shape(input: Tensor, normalized_shape: tuple, params: dict, star: str = "*, ") -> None:
+    """layer_norm/rms_norm: the input ends in normalized_shape, and weight/bias have exactly that shape
+    (torch's rms_norm message writes the shape as [*3], layer_norm's as [*, 3])."""
+    k = len(normalized_shape)
+    for name, param in params.items():
+        if param is not None and tuple(param.shape) != normalized_shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(param.shape)} and normalized_shape = {list(normalized_shape)}")
+    if tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape [{star}"
+            f"{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
+        )
+
+
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k:]) != normalized_shape:
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape [*, "
-            f"{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
-        )
+    _check_normalized_shape(input, normalized_shape, {"weight": weight, "bias": bias})
+    _check_param_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     axes = tuple(range(input.ndim - k, input.ndim))
     return normalize(input, weight, bias, axes, eps)[0]
 
@@ -251,8 +285,14 @@ _UNBIASED = OpDef("unbiased_var", _unbiased_impl, None, dtype_rule=keep_first,
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Batch statistics in training (updating running stats with the unbiased variance), running stats in eval."""
-    if input.ndim < 2:
-        raise ValueError(f"Expected 2D or more input (got {input.ndim}D input)")
+    if input.ndim < 2:  # (torch's kernel reads the channel dim 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(input.ndim, 1)}, "
+                         f"{max(input.ndim, 1) - 1}], but got 1)")
+    if not training:
+        for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+            if t is None:
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), "batch_norm")
     channels = input.shape[1]
     shape = _channel_shape(input)
     if training:
@@ -273,8 +313,6 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                     unbiased = call(_UNBIASED, (biased_var, input), {"axes": axes})
                     running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
         return y
-    if running_mean is None or running_var is None:
-        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
@@ -288,9 +326,12 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     shape = _channel_shape(input)
     if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     if math.prod(input.shape[2:]) <= 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var), "batch_norm")
     axes = tuple(range(2, input.ndim))
     w = weight.reshape(shape) if weight is not None else None
     b = bias.reshape(shape) if bias is not None else None
@@ -313,7 +354,13 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: floa
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    grouped = input.reshape(n, num_groups, -1)
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and (param.ndim != 1 or param.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(param.shape)} and input of shape {list(input.shape)}")
+    _check_param_dtypes(input, (weight, bias), "GroupNormKernelImpl")
+    # (-1 cannot be inferred for an empty batch)
+    grouped = input.reshape(n, num_groups, -1 if n else math.prod(input.shape[1:]) // num_groups)
     y = normalize(grouped, None, None, (2,), eps)[0].reshape(input.shape)
     shape = _channel_shape(input)
     if weight is not None:
@@ -325,6 +372,7 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: floa
 
 def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = None) -> Tensor:
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    _check_normalized_shape(input, normalized_shape, {"weight": weight}, star="*")
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     if eps is None:
         from .. import finfo
@@ -337,7 +385,7 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = N
     y = x * (x.square().mean(dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
         y = y * (weight.float() if half and weight.dtype == input.dtype else weight)
-    return y.to(input.dtype) if half else y
+    return y.to(input.dtype)  # (torch's type_as(input), also for a weight of a wider dtype)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:

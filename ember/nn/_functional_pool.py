@@ -45,26 +45,58 @@ def _batched(input: Tensor, dims: int, name: str):
     return input, False
 
 
+def _check_geometry(name: str, kernel, stride, padding, dilation=None) -> None:
+    """torch's argument checks for max/avg pooling: max_pool1d's own messages, the shared pool_shape_check ones
+    for the rest (avg_pool1d runs as a 2-D pool with a height-1 kernel)."""
+    if name == "max_pool1d":
+        for what, value, low in (("kernel_size", kernel[0], 1), ("stride", stride[0], 1),
+                                 ("padding", padding[0], 0), ("dilation", dilation[0], 1)):
+            if value < low:
+                need = "be non-negative" if low == 0 else "be greater than zero"
+                raise RuntimeError(f"max_pool1d() {what} must {need}, but got {value}")
+        return
+    if 0 in stride:
+        raise RuntimeError("stride should not be zero")
+    if min(padding) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
+    if len(kernel) == 1:
+        kernel, stride, dilation = (1,) + tuple(kernel), (1,) + tuple(stride), None
+    axes = "TWH"[:1] + "HW" if len(kernel) == 3 else "HW"
+    for what, prefix, values in (("kernel size", "k", kernel), ("stride", "d", stride),
+                                 ("dilation", "dilation", dilation)):
+        if values is not None and min(values) <= 0:
+            listing = " ".join(f"{prefix}{axis}: {v}" for axis, v in zip(axes, values))
+            raise RuntimeError(f"{what} should be greater than zero, but got {listing}")
+
+
 def _max_pool_impl(xp, x, kernel, stride, padding, dilation, out):
     dims = len(kernel)
     spatial = x.shape[2:]
     pad_right = [max((out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - padding[i], 0)
                  for i in range(dims)]
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    padded = xp.pad(x, ((0, 0), (0, 0)) + tuple((padding[i], pad_right[i]) for i in range(dims)),
-                    constant_values=fill)
-    strides = padded.strides
+    pads = ((0, 0), (0, 0)) + tuple((padding[i], pad_right[i]) for i in range(dims))
     shape = x.shape[:2] + tuple(out) + tuple(kernel)
-    window_strides = strides[:2] + tuple(strides[2 + i] * stride[i] for i in range(dims)) + tuple(
-        strides[2 + i] * dilation[i] for i in range(dims))
-    windows = np.lib.stride_tricks.as_strided(padded, shape, window_strides, writeable=False)
-    flat = windows.reshape(shape[: 2 + dims] + (-1,))
+
+    def windows(array):
+        """(N, C, *out, kernel-flattened) windows of the padded array, as a strided view."""
+        padded = xp.pad(array, pads, constant_values=fill if array is x else False)
+        strides = padded.strides
+        window_strides = strides[:2] + tuple(strides[2 + i] * stride[i] for i in range(dims)) + tuple(
+            strides[2 + i] * dilation[i] for i in range(dims))
+        view = np.lib.stride_tricks.as_strided(padded, shape, window_strides, writeable=False)
+        return view.reshape(shape[: 2 + dims] + (-1,))
+
+    flat = windows(x)
     if flat.dtype.kind == "f":
         nan = xp.isnan(flat)
         arg = xp.where(nan.any(-1), nan.argmax(-1), flat.argmax(-1))
     else:
         arg = flat.argmax(-1)
     values = xp.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    if (values == fill).any():  # the fill value is the window's max: torch keeps its first in-bounds element
+        first_valid = windows(xp.ones(x.shape, bool)).argmax(-1)
+        arg = xp.where(values == fill, first_valid, arg)
     # position of the chosen element in the unpadded input, flattened over the spatial dims (torch's indices)
     offsets = np.unravel_index(arg, tuple(kernel))
     index = xp.zeros(arg.shape, np.int64)
@@ -106,6 +138,7 @@ def _max_pool(dims, name, input, kernel_size, stride, padding, dilation, ceil_mo
     stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, dims, "stride")
     padding = _tuple(padding, dims, "padding")
     dilation = _tuple(dilation, dims, "dilation")
+    _check_geometry(name, kernel, stride, padding, dilation)
     x, unbatched = _batched(input, dims, name)
     if return_indices and input._qparams is not None:
         raise quantized_error(f"aten::max_pool{dims}d_with_indices.out")
@@ -170,6 +203,8 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
     kernel = _tuple(kernel_size, dims, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, dims, "stride")
     padding = _tuple(padding, dims, "padding")
+    if name != "lp_pool":
+        _check_geometry(name, kernel, stride, padding)
     x, unbatched = _batched(input, dims, name)
     for i in range(dims):
         if padding[i] > kernel[i] // 2:
@@ -319,7 +354,7 @@ def _adaptive_max(dims, input, output_size, return_indices, name):
     _floating_only(x, kernel)
     _nonempty(x, kernel)
     n, c = x.shape[:2]
-    if 0 in out:
+    if 0 in out or n == 0:
         values, indices = x.new_zeros((n, c) + tuple(out)), x.new_zeros((n, c) + tuple(out), dtype=dt.int64)
         if unbatched:
             values, indices = values.squeeze(0), indices.squeeze(0)
@@ -370,6 +405,10 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
 
 def _lp_pool(dims, input, norm_type, kernel_size, stride, ceil_mode):
     kernel = _tuple(kernel_size, dims, "kernel_size")
+    if norm_type in (math.inf, -math.inf):  # torch: the max (or min) of |x| over each window
+        sign = 1 if norm_type > 0 else -1
+        pooled = _max_pool(dims, f"max_pool{dims}d", sign * input.abs(), kernel, stride, 0, 1, ceil_mode, False)
+        return sign * pooled
     pooled = _avg_pool(dims, "lp_pool", input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
     sign = pooled.sign()
     from .functional import relu
@@ -389,6 +428,25 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+def _unpool_output_size(x, kernel, stride, padding, output_size) -> tuple:
+    """torch's _unpool_output_size: the default size, or a given one (with or without N, C) within one stride."""
+    dims = len(kernel)
+    default = [(x.shape[2 + i] - 1) * stride[i] + kernel[i] - 2 * padding[i] for i in range(dims)]
+    if output_size is None:
+        return tuple(default)
+    output_size = list(output_size)
+    if len(output_size) == dims + 2:
+        output_size = output_size[2:]
+    if len(output_size) != dims:
+        raise ValueError(f"output_size should be a sequence containing {dims} or {dims + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for i in range(dims):
+        low, high = default[i] - stride[i], default[i] + stride[i]
+        if not low < output_size[i] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between {low} and {high})')
+    return tuple(int(v) for v in output_size)
+
+
 def _max_unpool(dims, input, indices, kernel_size, stride, padding, output_size):
     kernel = _tuple(kernel_size, dims, "kernel_size")
     stride = kernel if stride is None else _tuple(stride, dims, "stride")
@@ -396,12 +454,14 @@ def _max_unpool(dims, input, indices, kernel_size, stride, padding, output_size)
     x, unbatched = _batched(input, dims, "max_unpool")
     if unbatched:
         indices = indices.unsqueeze(0)
-    if output_size is None:
-        spatial = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + kernel[i] for i in range(dims))
-    else:
-        spatial = tuple(output_size)[-dims:]
+    spatial = _unpool_output_size(x, kernel, stride, padding, output_size)
     n, c = x.shape[:2]
-    flat = x.new_zeros((n, c, math.prod(spatial)))
+    size = math.prod(spatial)
+    invalid = ((indices < 0) | (indices >= size)).reshape(-1)
+    if invalid.any():  # torch names the first one it meets
+        raise RuntimeError(f"Found an invalid max index: {int(indices.reshape(-1)[invalid][0])} (output volumes "
+                           f"are of size {'x'.join(str(v) for v in spatial)})")
+    flat = x.new_zeros((n, c, size))
     flat = flat.scatter(2, indices.reshape(n, c, -1), x.reshape(n, c, -1))
     result = flat.reshape((n, c) + spatial)
     return result.squeeze(0) if unbatched else result
@@ -419,12 +479,19 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
+def _check_im2col_dtype(input: Tensor, kernel: str) -> None:
+    """torch's im2col/col2im kernels take floating, complex and bool tensors, not integer ones."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype == dt.bool_):
+        raise not_implemented(kernel, input.dtype)
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), as a convolution with one-hot kernels (differentiable)."""
     kernel = _tuple(kernel_size, 2, "kernel_size")
     if input.ndim not in (3, 4):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
+    _check_im2col_dtype(input, "im2col_out_cpu")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
     n, c = x.shape[:2]
     k = math.prod(kernel)
@@ -452,6 +519,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
     if input.ndim not in (2, 3):
         raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
+    _check_im2col_dtype(input, "col2im_out_cpu")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 2 else (input, False)
     n = x.shape[0]
     k = math.prod(kernel)

@@ -40,6 +40,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode != "circular" and 0 in tuple(input.shape)[input.ndim - dims - 1:]:
+        raise RuntimeError(f"Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {list(input.shape)}")
     result = input
     for i in range(dims):
         dim = input.ndim - 1 - i
@@ -58,9 +61,8 @@ def _pad_constant(input: Tensor, pad: tuple, value) -> Tensor:
         left, right = pad[2 * i], pad[2 * i + 1]
         size = shape[dim]
         new = size + left + right
-        if new < 0:
-            raise RuntimeError(f"The input size {size}, plus negative padding {left} and {right} resulted in a "
-                               f"negative output size, which is invalid. Check dimension {dim} of your input.")
+        if new < 0:  # torch narrows off each negative pad before its own size check, so narrow's error wins
+            raise RuntimeError("narrow(): length must be non-negative.")
         source[dim] = slice(max(-left, 0), size - max(-right, 0))
         target[dim] = slice(max(left, 0), max(left, 0) + size - max(-left, 0) - max(-right, 0))
         shape[dim] = new
@@ -340,6 +342,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     _check_interp_dtype(input, mode, antialias)
+    if mode != "area" and min(tuple(input.shape[2:]) + out_size) <= 0:
+        names = "DHW"[3 - dims:]
+        sizes_in = ", ".join(f"{name}: {v}" for name, v in zip(names, input.shape[2:]))
+        sizes_out = ", ".join(f"{name}: {v}" for name, v in zip(names, out_size))
+        joiner = " and" if dims == 1 else ""
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({sizes_in}){joiner} "
+                           f"output ({sizes_out})")
     if mode == "area":
         from ._functional_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
@@ -408,6 +417,9 @@ def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
     else:
         raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")
+    if theta.shape[0] != size[0]:  # (torch's bmm of the base grid by theta^T reports it)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, {rows + 1}] "
+                           f"but got: [{theta.shape[0]}, {rows + 1}].")
     if not (align_corners and min(size[2:]) == 1) and min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     spatial = size[2:]
@@ -446,8 +458,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
-                           f"{input.dtype} and grid has {grid.dtype}")
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
+                           f"{SCALAR_NAMES[grid.dtype.name]}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
@@ -485,7 +499,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         for ix, size, stride in zip(indices, sizes, strides):
             within = (ix >= 0) & (ix <= size - 1)
             inside = within if inside is None else inside & within
-            term = ix.clamp(0, size - 1) * stride
+            term = ix.clamp(0, size - 1).nan_to_num(0) * stride  # a nan coordinate reads any cell, weighted nan
             index = term if index is None else index + term
         index = index.to(dt.int64)
         values = flat.gather(2, index.reshape(n, 1, -1).expand(n, c, -1)).reshape((n, c) + tuple(index.shape[1:]))

@@ -79,6 +79,8 @@ def selu_(input: Tensor) -> Tensor:
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     result = call(nn_ops.ELU, (input,), {"alpha": alpha, "scale": 1.0, "input_scale": 1.0 / alpha})
     return _inplace_result(input, result, inplace)
 
@@ -111,6 +113,8 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input._dtype is dt.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     return _inplace_result(input, call(nn_ops.HARDTANH, (input,), {"min_val": min_val, "max_val": max_val}), inplace)
 
 
@@ -161,6 +165,12 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     from .. import where
 
     _float_only(input, "softshrink_check")
+    if lambd < 0:
+        from .. import finfo
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(f"lambda must be in range [0, {finfo(input.dtype).max:g}] for input dtype "
+                           f"{SCALAR_NAMES[input.dtype.name]}, but found {lambd:g}")
     return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
@@ -483,11 +493,25 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """x1.x2 / max(|x1| |x2|, eps) along dim (torch's formula: each norm clamped by sqrt(eps))."""
-    dot = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return dot / (n1 * n2).clamp_min(eps * eps).sqrt()
+    """<x1 / max(|x1|, eps), x2 / max(|x2|, eps)> along dim, torch's formula: the inputs broadcast first, and each
+    norm is clamped in place under no_grad, so the gradient flows through the unclamped norm."""
+    from .. import broadcast_tensors, linalg, result_type
+    from .._autograd.grad_mode import no_grad
+    from .._tensor import SCALAR_NAMES
+
+    common = result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{SCALAR_NAMES[common.name]}")
+    x1 = x1 if x1.is_floating_point() or x1.is_complex() else x1.to(common)
+    x2 = x2 if x2.is_floating_point() or x2.is_complex() else x2.to(common)
+    x1, x2 = broadcast_tensors(x1, x2)
+    norm1 = linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
+    norm2 = linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clone()
+    with no_grad():
+        norm1.clamp_min_(eps)
+        norm2.clamp_min_(eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:

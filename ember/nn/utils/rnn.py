@@ -92,6 +92,10 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False, enfo
     from ... import as_tensor, cat, sort
 
     lengths = as_tensor(lengths, dtype=dt.int64) if not isinstance(lengths, Tensor) else lengths.to(dt.int64)
+    batch_size = input.shape[0 if batch_first else 1]
+    if lengths.numel() != batch_size:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lengths.numel()} "
+                           f"(batch_size={batch_size})")
     if enforce_sorted:
         values = lengths.tolist()
         if any(values[i] < values[i + 1] for i in range(len(values) - 1)):
@@ -178,8 +182,8 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False):
-    if not batch_first:
-        padded_sequences = padded_sequences.transpose(0, 1)
+    if not batch_first:  # in place, as torch's: the caller's tensor is left batch-first
+        padded_sequences.transpose_(0, 1)
     return [padded_sequences[i, :int(length)] for i, length in enumerate(lengths.tolist() if isinstance(
         lengths, Tensor) else lengths)]
 
