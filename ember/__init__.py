@@ -138,6 +138,7 @@ from . import distributions  # noqa: E402 - torch.distributions (ember/distribut
 from . import special  # noqa: E402
 from .func import vmap  # noqa: E402 - torch.vmap (ember/func/_vmap.py)
 from . import fft  # noqa: E402
+from . import signal  # noqa: E402 - torch.signal.windows (ember/signal)
 from . import ao, quantization  # noqa: E402 - torch.ao.quantization and its old name (docs/quantization.md)
 from .amp.autocast_mode import (  # noqa: E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,

@@ -402,26 +402,20 @@ _MISSING_POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "che
                         "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 
-@pytest.mark.xfail(strict=True, reason="torch.special's Bessel Y, modified Bessel K and Airy Ai (Cephes ports in "
-                                       "ATen/native/Math.h) are not implemented in ember")
 @pytest.mark.parametrize("name", _MISSING_SPECIAL)
-def test_special_functions_still_missing(name):
+def test_special_functions_added(name):
     _assert_same(lambda lib: getattr(lib.special, name)(lib.tensor(_SPECIAL_POINTS, dtype=lib.float64)))
 
 
-@pytest.mark.xfail(strict=True, reason="torch.special's orthogonal polynomial families (recurrences with torch's "
-                                       "special cases in ATen/native/Math.h) are not implemented in ember")
 @pytest.mark.parametrize("name", _MISSING_POLYNOMIALS)
-def test_special_polynomials_still_missing(name):
+def test_special_polynomials_added(name):
     _assert_same(lambda lib: getattr(lib.special, name)(_float64(lib, [0.5, -0.3, 2.0, 1.0]), lib.tensor([3, 4, 2, 7])))
 
 
 # ---------------------------------------------------------------- still missing (strict xfails)
 
 
-@pytest.mark.xfail(strict=True, reason="torch.signal.windows (gaussian, cosine, exponential, kaiser, nuttall, "
-                                       "general_cosine, general_hamming, ...) does not exist in ember")
-def test_signal_windows_missing():
+def test_signal_windows_added():
     _assert_same(lambda lib: lib.signal.windows.gaussian(7, std=2.0))
 
 

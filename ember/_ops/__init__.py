@@ -41,6 +41,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     sparse_kernels,
     sparse_ops,
     special_functions,
+    special_polynomials,
     statistics,
     tensor_extras,
     tensor_storage,

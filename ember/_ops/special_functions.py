@@ -1,5 +1,6 @@
 """Special functions: the gamma family (lgamma, digamma, polygamma, mvlgamma, igamma/igammac, zeta), the
-modified Bessel functions (i0, i0e, i1, i1e), the Bessel functions j0/j1, and the normal-distribution and
+modified Bessel functions (i0, i0e, i1, i1e), torch.special's Bessel family (J0/J1, Y0/Y1, modified I0/I1 and
+K0/K1, scaled K0/K1, Airy Ai; kernels in special_bessel_yk.py), and the normal-distribution and
 entropy helpers of torch.special (ndtr, log_ndtr, ndtri, erfcx, entr, xlog1py).
 
 The array-level kernels are special_gamma.py and special_bessel.py; this module declares the ops (dtype
@@ -15,6 +16,7 @@ import math
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, call, promote, promote_float
 from .._tensor import Tensor
 from . import special_bessel as bessel
+from . import special_bessel_yk as bessel_yk
 from . import special_gamma as gamma
 from ._api import export, finish_out
 from .elementwise import BOTH, _require_tensors, pointwise, where
@@ -213,11 +215,25 @@ _I0 = _unary_op("i0", "i0_vml_cpu", bessel.i0, _i0_backward)
 _I0E = _unary_op("special_i0e", "i0e_cpu", bessel.i0e, _i0e_backward, saves=BOTH)
 _I1 = _unary_op("special_i1", "i1_cpu", bessel.i1, _i1_backward, saves=BOTH)
 _I1E = _unary_op("special_i1e", "i1e_cpu", bessel.i1e, _i1e_backward, saves=BOTH)
-_J0 = _unary_op("special_bessel_j0", "bessel_j0_cpu", bessel.bessel_j0, half=False)
-_J1 = _unary_op("special_bessel_j1", "bessel_j1_cpu", bessel.bessel_j1, half=False)
-# torch.special's modified_bessel_i0/i1 run the same Cephes series as i0/i1, without a gradient or half kernels
-_MODIFIED_I0 = _unary_op("special_modified_bessel_i0", "modified_bessel_i0_cpu", bessel.i0, half=False)
-_MODIFIED_I1 = _unary_op("special_modified_bessel_i1", "modified_bessel_i1_cpu", bessel.i1, half=False)
+# torch.special's Bessel family proper (J, Y, the modified I and K, Airy Ai): no gradient, no half kernels, float
+# computed in float (special_bessel_yk.py)
+_J0 = _unary_op("special_bessel_j0", "bessel_j0_cpu", bessel_yk.bessel_j0, half=False)
+_J1 = _unary_op("special_bessel_j1", "bessel_j1_cpu", bessel_yk.bessel_j1, half=False)
+_Y0 = _unary_op("special_bessel_y0", "bessel_y0_cpu", bessel_yk.bessel_y0, half=False)
+_Y1 = _unary_op("special_bessel_y1", "bessel_y1_cpu", bessel_yk.bessel_y1, half=False)
+_MODIFIED_I0 = _unary_op("special_modified_bessel_i0", "modified_bessel_i0_cpu", bessel_yk.modified_bessel_i0,
+                         half=False)
+_MODIFIED_I1 = _unary_op("special_modified_bessel_i1", "modified_bessel_i1_cpu", bessel_yk.modified_bessel_i1,
+                         half=False)
+_MODIFIED_K0 = _unary_op("special_modified_bessel_k0", "modified_bessel_k0_cpu", bessel_yk.modified_bessel_k0,
+                         half=False)
+_MODIFIED_K1 = _unary_op("special_modified_bessel_k1", "modified_bessel_k1_cpu", bessel_yk.modified_bessel_k1,
+                         half=False)
+_SCALED_K0 = _unary_op("special_scaled_modified_bessel_k0", "scaled_modified_bessel_k0_cpu",
+                       bessel_yk.scaled_modified_bessel_k0, half=False)
+_SCALED_K1 = _unary_op("special_scaled_modified_bessel_k1", "scaled_modified_bessel_k1_cpu",
+                       bessel_yk.scaled_modified_bessel_k1, half=False)
+_AIRY_AI = _unary_op("special_airy_ai", "airy_ai_cpu", bessel_yk.airy_ai, half=False)
 _SPHERICAL_J0 = _unary_op("special_spherical_bessel_j0", "spherical_bessel_j0_cpu", bessel.spherical_bessel_j0,
                           half=False)
 
@@ -232,6 +248,17 @@ modified_bessel_i0 = _unary_function("modified_bessel_i0", _MODIFIED_I0,
                                      "The modified Bessel function of the first kind, order 0 (no gradient).")
 modified_bessel_i1 = _unary_function("modified_bessel_i1", _MODIFIED_I1,
                                      "The modified Bessel function of the first kind, order 1 (no gradient).")
+bessel_y0 = _unary_function("bessel_y0", _Y0, "The Bessel function of the second kind, order 0 (no gradient).")
+bessel_y1 = _unary_function("bessel_y1", _Y1, "The Bessel function of the second kind, order 1 (no gradient).")
+modified_bessel_k0 = _unary_function("modified_bessel_k0", _MODIFIED_K0,
+                                     "The modified Bessel function of the second kind, order 0 (no gradient).")
+modified_bessel_k1 = _unary_function("modified_bessel_k1", _MODIFIED_K1,
+                                     "The modified Bessel function of the second kind, order 1 (no gradient).")
+scaled_modified_bessel_k0 = _unary_function("scaled_modified_bessel_k0", _SCALED_K0,
+                                            "exp(x) K0(x), the scaled modified Bessel function K0 (no gradient).")
+scaled_modified_bessel_k1 = _unary_function("scaled_modified_bessel_k1", _SCALED_K1,
+                                            "exp(x) K1(x), the scaled modified Bessel function K1 (no gradient).")
+airy_ai = _unary_function("airy_ai", _AIRY_AI, "The Airy function Ai (no gradient).")
 spherical_bessel_j0 = _unary_function("spherical_bessel_j0", _SPHERICAL_J0,
                                       "The spherical Bessel function of the first kind, order 0: sin(x) / x "
                                       "(no gradient).")

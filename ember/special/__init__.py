@@ -1,8 +1,9 @@
-"""torch.special: special functions (the gamma, Bessel, error-function and normal-distribution families) and
-torch's aliases of existing ops under their SciPy names (expit = sigmoid, gammaln = lgamma, psi = digamma...).
+"""torch.special: special functions (the gamma, Bessel, Airy, error-function and normal-distribution families,
+the orthogonal polynomials) and torch's aliases of existing ops under their SciPy names (expit = sigmoid,
+gammaln = lgamma, psi = digamma...).
 
-The kernels and ops are in ember/_ops/special_functions.py; this module only re-exports them with torch.special's
-signatures.
+The kernels and ops are in ember/_ops/special_functions.py and ember/_ops/special_polynomials.py; this module
+only re-exports them with torch.special's signatures.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 from .._ops._api import FUNCTIONS as _FUNCTIONS
 from .._ops.elementwise import _require_tensors
 from .._ops.special_functions import (
+    airy_ai,
     bessel_j0,
     bessel_j1,
+    bessel_y0,
+    bessel_y1,
     digamma,
     entr,
     erfcx,
@@ -25,20 +29,43 @@ from .._ops.special_functions import (
     log_ndtr,
     modified_bessel_i0,
     modified_bessel_i1,
+    modified_bessel_k0,
+    modified_bessel_k1,
     mvlgamma,
     ndtr,
     ndtri,
     polygamma,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
     spherical_bessel_j0,
     xlog1py,
     zeta,
 )
+from .._ops.special_polynomials import (
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
 
 __all__ = [
-    "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
-    "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
-    "logsumexp", "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
-    "round", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc",
+    "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
+    "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p",
+    "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
+    "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc",
+    "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
 ]
 
 psi = digamma

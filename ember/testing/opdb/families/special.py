@@ -1,5 +1,6 @@
 """OpInfos for the special functions: lgamma, digamma, polygamma, mvlgamma, i0, igamma/igammac and the
-torch.special-only ops (i0e, i1, i1e, ndtr, log_ndtr, ndtri, erfcx, entr, bessel_j0/j1, xlog1py, zeta).
+torch.special-only ops (i0e, i1, i1e, ndtr, log_ndtr, ndtri, erfcx, entr, the Bessel family J/Y/I/K and Airy Ai,
+the orthogonal polynomials, xlog1py, zeta).
 
 Besides the usual shapes, samples go near the poles (the non-positive integers), through negative
 non-integers and out to large arguments, where these functions switch between approximations.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ALL_TYPES, FLOATING, ErrorSample, OpInfo, Sample, make_array
+from ..core import ALL_TYPES, FLOATING, NUMPY_TYPES, ErrorSample, OpInfo, Sample, make_array
 from .elementwise import _array, _binary_sampler, _caller, _ordered, _unary_sampler
 
 REAL = ALL_TYPES  # bool, integral and floating: integral inputs compute in the default float dtype
@@ -176,6 +177,38 @@ ERFCX_VALUES = [0.0, -0.0, 0.3, -0.7, 0.999, 1.0, 1.5, -1.5, 7.9, 8.1, 26.0, -6.
 PROBABILITIES = [0.0, 1.0, -0.1, 1.1, 0.5, 0.1, 0.135, 0.136, 0.9, 0.8647, 0.8648, 1e-10, 1e-20, 1e-100, 1e-300,
                  1 - 1e-10, 1 - 1e-16, np.nan]
 
+# the Bessel family's branch points: 0, 2 (K), 2.09 (Ai), 5 (J, Y), 8 (I), 8.32 and 103.892 (Ai)
+BESSEL_FAMILY_VALUES = [0.0, -0.0, 1e-6, -1e-6, 1.99, 2.0, 2.01, 2.09, -2.09, 2.1, -2.1, 4.99, 5.0, 5.01, -5.01, 7.99,
+                        8.0, 8.01, 8.3, 8.33, 30.0, -30.0, 103.8, 104.0, np.inf, -np.inf, np.nan]
+BESSEL_FAMILY = ["bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+                 "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai"]
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+def _polynomial_samples(dtype, rng):
+    """x around [-1, 1] (where the Chebyshev trigonometric forms apply) against orders 0..12; the |x| == 1 and
+    x == 0 closed forms, negative orders and a Python-number order."""
+    def orders(shape):
+        return rng.integers(0, 13, size=shape).astype(NUMPY_TYPES[dtype])
+
+    samples = [
+        Sample((make_array((3, 4), dtype, rng, -1.2, 1.2), orders((3, 4))), name="grid"),
+        Sample((make_array((3, 1), dtype, rng, -1.2, 1.2), orders((4,))), name="broadcast"),
+        Sample((make_array((), dtype, rng, -1, 1), orders((5,))), name="0-d x"),
+        Sample((make_array((0, 3), dtype, rng, -1, 1), orders((3,))), name="empty"),
+        Sample((make_array((4, 3), dtype, rng, -1, 1), orders((4, 3))), noncontiguous=True, name="noncontig"),
+        Sample((make_array((5,), dtype, rng, -1, 1), 3), name="python order"),
+    ]
+    if dtype in FLOATING:
+        x = np.array([-1.0, 1.0, 0.0, -0.0, 0.5, -0.5, 2.0, -2.0, np.inf])
+        n = np.array([-1.0, 0.0, 1.0, 2.0, 7.0, 9.0, 2.5, np.nan])
+        samples.append(Sample((_array(x[:, None], dtype), _array(n[None, :], dtype)), name="edge values"))
+    return samples
+
+
 OPS = [
     _top_level("lgamma", _sampler(extra=GAMMA_VALUES, extra_grad=GAMMA_GRAD),
                error_inputs=lambda: [_complex_error("lgamma", "lgamma_vml_cpu")]),
@@ -201,6 +234,11 @@ OPS = [
     _special_only("i1e", _sampler(-20, 20, extra=BESSEL_VALUES)),
     _special_only("bessel_j0", _sampler(-30, 30, extra=J_VALUES), grad=False),
     _special_only("bessel_j1", _sampler(-30, 30, extra=J_VALUES), grad=False),
+    *[_special_only(name, _sampler(-12, 12, extra=BESSEL_FAMILY_VALUES), grad=False) for name in BESSEL_FAMILY],
+    # float32: the trigonometric forms cos(n acos x) & co. amplify a one-ulp acos difference (NumPy's vs glibc's
+    # acosf) by the order (tests/test_special_polynomials_bessel.py)
+    *[OpInfo("special." + name, _polynomial_samples, call=_special(name), dtypes=_ordered(REAL), supports_out=True,
+             grad=False, max_samples=8, tolerances={"float32": (1e-5, 1e-4)}) for name in POLYNOMIALS],
     _special_only("ndtr", _sampler(-6, 6, extra=NORMAL_VALUES)),
     _special_only("log_ndtr", _sampler(-30, 8, extra=NORMAL_VALUES)),
     _special_only("ndtri", _sampler(0.02, 0.98, extra=PROBABILITIES, extra_grad=[1e-5, 0.01, 0.3, 0.999])),
