@@ -209,7 +209,9 @@ class Sizes:
         trace, which fits again from that capture and the generic graph's: a guess costs a capture, never a
         wrong replay."""
         for divisor in FLOOR_DIVISORS:
+            # (then farther: a padding after the stride, `(S + 1) // 2 + 4` = `(S + 9) // 2`)
             offsets = list(range(divisor)) + sorted(range(-2 * divisor, 0), key=abs) + list(range(divisor, 2 * divisor))
+            offsets += sorted(set(range(-MAX_OFFSET * divisor, MAX_OFFSET * divisor + 1)) - set(offsets), key=abs)
             for c in offsets:
                 for index, (d1, d2) in enumerate(zip(self.first, self.second)):
                     q1, q2 = (d1 + c) // divisor, (d2 + c) // divisor

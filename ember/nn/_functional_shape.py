@@ -18,6 +18,19 @@ __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilin
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 
 
+def _table(fn, *args, dtype=dt.int64, device=None) -> Tensor:
+    """A host table (the source positions of padding, the indices and weights of interpolation): `fn(*args)`,
+    an array computed from Python numbers alone.  Noted as a recipe, so that a graph ember.compile captures
+    makes it again at each call's sizes instead of keeping one size's table (Tracer.recipes): a padded or
+    upsampled conv net serves every image size with one size-generic graph."""
+    from .. import _dispatch
+
+    array = np.asarray(fn(*args), dtype.np_dtype)
+    tensor = Tensor._make(array, dtype, device) if device is not None else Tensor._make(array, dtype)
+    _dispatch.note_recipe(tensor, _table, (fn, *args), {"dtype": dtype, "device": tensor.device})
+    return tensor
+
+
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...)."""
     pad = tuple(int(p) for p in pad)
@@ -76,8 +89,10 @@ def _place(out: Tensor, key: tuple, values: Tensor) -> Tensor:
     return out
 
 
-def _index_dim(input: Tensor, dim: int, index: np.ndarray) -> Tensor:
-    return input.index_select(dim, input.new_tensor(index, dtype=dt.int64))
+def _index_dim(input: Tensor, dim: int, index) -> Tensor:
+    if not isinstance(index, Tensor):
+        index = input.new_tensor(index, dtype=dt.int64)
+    return input.index_select(dim, index.to(input.device))
 
 
 def _pad_dim(input: Tensor, dim: int, left: int, right: int, mode: str) -> Tensor:
@@ -87,6 +102,11 @@ def _pad_dim(input: Tensor, dim: int, left: int, right: int, mode: str) -> Tenso
                            f"got: padding ({left}, {right}) at dimension {dim} of input {list(input.shape)}")
     if mode == "circular" and (left > size or right > size):
         raise RuntimeError("Padding value causes wrapping around more than once.")
+    return _index_dim(input, dim, _table(_pad_positions, size, left, right, mode))
+
+
+def _pad_positions(size: int, left: int, right: int, mode: str) -> np.ndarray:
+    """The source position of each padded position along one dim."""
     positions = np.arange(-left, size + right)
     if mode == "reflect":
         period = 2 * (size - 1) if size > 1 else 1
@@ -97,7 +117,7 @@ def _pad_dim(input: Tensor, dim: int, left: int, right: int, mode: str) -> Tenso
     else:  # torch crops the negative pads first, then wraps around what is left
         low, kept = max(-left, 0), size - max(-left, 0) - max(-right, 0)
         positions = low + (np.arange(kept + max(left, 0) + max(right, 0)) - max(left, 0)) % max(kept, 1)
-    return _index_dim(input, dim, positions)
+    return positions
 
 
 # ---------------------------------------------------------------- interpolation
@@ -144,12 +164,17 @@ def _linear_weights(out_size, in_size, scale, align_corners):
     return low, high, weight
 
 
+def _linear_table(part: int, out_size, in_size, scale, align_corners, ndim: int, dim: int) -> np.ndarray:
+    """One of _linear_weights's arrays (0 low, 1 high, 2 the weight shaped to broadcast along dim)."""
+    table = _linear_weights(out_size, in_size, scale, align_corners)[part]
+    return table if part < 2 else table.reshape([out_size if d == dim else 1 for d in range(ndim)])
+
+
 def _interp_linear_dim(x: Tensor, dim: int, out_size: int, scale, align_corners: bool) -> Tensor:
     in_size = x.shape[dim]
-    low, high, weight = _linear_weights(out_size, in_size, scale, align_corners)
-    shape = [1] * x.ndim
-    shape[dim] = out_size
-    w = x.new_tensor(weight.reshape(shape))
+    low, high = (_table(_linear_table, part, out_size, in_size, scale, align_corners, x.ndim, dim)
+                 for part in (0, 1))
+    w = _table(_linear_table, 2, out_size, in_size, scale, align_corners, x.ndim, dim, dtype=x.dtype, device=x.device)
     return _index_dim(x, dim, low) * (1 - w) + _index_dim(x, dim, high) * w
 
 
@@ -163,18 +188,23 @@ def _cubic_coefficients(t, a=-0.75):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def _interp_cubic_dim(x: Tensor, dim: int, out_size: int, scale, align_corners: bool) -> Tensor:
-    in_size = x.shape[dim]
+def _cubic_table(tap: int, weight: bool, out_size, in_size, scale, align_corners, ndim: int, dim: int):
+    """Tap `tap` (0-3) of the cubic filter: its source indices, or its weights shaped to broadcast along dim."""
     source = _source_coordinates(out_size, in_size, scale, align_corners, mode_cubic=True)
     base = np.floor(source).astype(np.int64)
-    t = source - base
-    coefficients = _cubic_coefficients(t)
-    shape = [1] * x.ndim
-    shape[dim] = out_size
+    if not weight:
+        return np.clip(base - 1 + tap, 0, in_size - 1)
+    return _cubic_coefficients(source - base)[tap].reshape([out_size if d == dim else 1 for d in range(ndim)])
+
+
+def _interp_cubic_dim(x: Tensor, dim: int, out_size: int, scale, align_corners: bool) -> Tensor:
+    in_size = x.shape[dim]
     result = None
     for k in range(4):
-        index = np.clip(base - 1 + k, 0, in_size - 1)
-        term = _index_dim(x, dim, index) * x.new_tensor(coefficients[k].reshape(shape))
+        index = _table(_cubic_table, k, False, out_size, in_size, scale, align_corners, x.ndim, dim)
+        weight = _table(_cubic_table, k, True, out_size, in_size, scale, align_corners, x.ndim, dim, dtype=x.dtype,
+                        device=x.device)
+        term = _index_dim(x, dim, index) * weight
         result = term if result is None else result + term
     return result
 
@@ -375,7 +405,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         scale = scales[i] if scales is not None else None
         dim = 2 + i
         if mode in ("nearest", "nearest-exact"):
-            index = _nearest_index(out_size[i], input.shape[dim], scale, mode == "nearest-exact", ft)
+            index = _table(_nearest_index, out_size[i], input.shape[dim], scale, mode == "nearest-exact", ft)
             result = _index_dim(result, dim, index)
         elif mode in ("linear", "bilinear", "trilinear"):
             result = _interp_linear_dim(result, dim, out_size[i], scale, align_corners)

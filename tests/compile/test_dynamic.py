@@ -445,3 +445,24 @@ def test_square_images_flattened_map_is_a_squared_floor_term():
         np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     # (two sizes also fit 10 * S - 96: that guess fails the third size's validation and is fitted again)
     assert len(compiled._compiled.cache) <= 3 and compiled._compiled.generic
+
+
+@pytest.mark.parametrize("layer", ["nearest", "bilinear", "bicubic", "reflect", "replicate", "circular"])
+def test_upsampling_and_padding_tables_are_remade_at_each_size(layer):
+    """Interpolation's indices and weights and padding's source positions are host tables of the sizes: noted
+    as recipes, a size-generic graph makes them again at each call's sizes (a graph per size before)."""
+    ember.manual_seed(0)
+    resize = (nn.Upsample(scale_factor=2, mode=layer) if layer in ("nearest", "bilinear", "bicubic") else
+              nn.ReflectionPad2d(2) if layer == "reflect" else nn.ReplicationPad2d(1) if layer == "replicate" else
+              nn.CircularPad2d(1))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), resize, nn.Conv2d(4, 2, 3, padding=1))
+    compiled = ember.compile(model)
+    for height in (16, 24, 32, 40, 20, 28, 36):
+        x = ember.randn(2, 3, height, height + 4, requires_grad=True)
+        out = compiled(x)
+        np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+        (grad,) = ember.autograd.grad(out.square().sum(), [x])
+        (want,) = ember.autograd.grad(model(x).square().sum(), [x])
+        np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    inner = compiled._compiled
+    assert inner.generic and len(inner.cache) <= 3, inner.dynamic_status
