@@ -513,7 +513,7 @@ def _var_impl(xp, a, dim, keepdim, correction, take_sqrt=False):
     """Variance (or its square root) over `dim`.  On the CPU torch accumulates reduced-precision floats in double
     (WelfordOps<scalar_t, double>) and rounds once at the end; so does this, so a float32 std matches torch's
     to the last bit (a float32 two-pass sum was off by an ulp, which `(x - x.mean()) / x.std()` spreads)."""
-    low_precision = xp is np and a.dtype.itemsize < 8 and (a.dtype.kind == "f" or a.dtype.kind == "V")
+    low_precision = a.dtype.itemsize < 8 and (a.dtype.kind == "f" or a.dtype.kind == "V")
     result_dtype = a.dtype
     if low_precision:
         a = a.astype(np.float64)
