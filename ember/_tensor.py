@@ -230,6 +230,8 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return Size(self._data.shape)
+        if self._data.ndim == 0:  # unlike most ops, size() does not treat a 0-d tensor as 1-d
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return self._data.shape[self._wrap_dim(dim)]
 
     @property

@@ -336,6 +336,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
             "currently supported. (You can probably work around this by making a copy of your array  with "
             "array.copy().) "
         )
+    if type(ndarray) is not np.ndarray:  # np.matrix, masked arrays: keep the memory, drop the subclass's semantics
+        ndarray = ndarray.view(np.ndarray)
     return Tensor._make(ndarray, dt.from_numpy_dtype(ndarray.dtype), as_device("cpu"))
 
 

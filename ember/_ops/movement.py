@@ -150,6 +150,9 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    for position, tensor in enumerate(tensors):
+        if not isinstance(tensor, Tensor):  # torch's argument parser rejects it before any shape check
+            raise TypeError(f"expected Tensor as element {position} in argument 0, but got {type(tensor).__name__}")
     first = tuple(tensors[0].shape)
     for position, tensor in enumerate(tensors[1:], start=1):
         if tuple(tensor.shape) != first:

@@ -31,6 +31,7 @@ import itertools
 import multiprocessing
 import os
 import warnings
+from typing import Generic, TypeVar
 
 import ember
 
@@ -47,6 +48,7 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 BATCH_TRANSPORT = "shared_memory"
 
 _iterator_ids = itertools.count()
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 class _DatasetKind:
@@ -77,7 +79,7 @@ def _cpu_count() -> int | None:
     return os.cpu_count()
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Iterate over a dataset in batches, optionally shuffled, optionally with worker processes.
 
     Args:

@@ -6,6 +6,7 @@ import bisect
 import itertools
 import math
 import operator
+import typing
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 _T_co = TypeVar("_T_co", covariant=True)
+_T_stack = TypeVar("_T_stack", tuple, dict)
 
 
 class Dataset(Generic[_T_co]):
@@ -50,7 +52,9 @@ class Dataset(Generic[_T_co]):
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
+# typing.Iterable, not collections.abc's: it puts abc.Iterable before Generic in the MRO, as in torch, so
+# subclasses that add no type parameters (ChainDataset, most user datasets) are still subscriptable.
+class IterableDataset(Dataset[_T_co], typing.Iterable[_T_co]):
     """An iterable-style dataset: ``__iter__`` yields samples (a stream, a file, a generator).
 
     With num_workers > 0 each worker iterates its own copy of the dataset; shard the stream in
@@ -76,7 +80,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_stack]):
     """Zips datasets of equal length: positional ones give tuples, keyword ones give dicts.
 
     Example::
@@ -164,6 +168,12 @@ class ConcatDataset(Dataset[_T_co]):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+    @property
+    def cummulative_sizes(self):
+        """The old, misspelt name of cumulative_sizes (torch still answers to it, with a FutureWarning)."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
 
 class ChainDataset(IterableDataset):

@@ -2,8 +2,8 @@
 
 Random samplers draw from an ember Generator (their own, or a fresh one seeded
 from the global generator each epoch when none is given, as torch does), so an
-epoch's order is reproducible under a seed; the numbers differ from torch's
-(NOTE [ Random streams ] in ember/_ops/random.py).
+epoch's order is reproducible under a seed and equal to torch's (ember's CPU generator is torch's,
+NOTE [ Random streams ] in ember/_ops/random.py).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ _T_co = TypeVar("_T_co", covariant=True)
 
 
 class Sampler(Generic[_T_co]):
-    """Base class: a sampler yields indices (or lists of indices) and may define ``__len__``."""
+    """Base class: a sampler yields indices (or lists of indices) and may define ``__len__``.
 
-    def __init__(self, data_source: Sized | None = None) -> None:
-        pass
+    No ``__init__``: torch 2.13 dropped the deprecated ``data_source`` argument, so ``Sampler(data)`` is a TypeError.
+    """
 
     def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError

@@ -144,7 +144,13 @@ def collate_tensor_fn(batch, *, collate_fn_map: dict | None = None):
 
     torch stacks straight into shared memory when in a worker; ember stacks into ordinary memory and the
     worker copies the finished batch into one shared-memory block (NOTE [ Shared-memory batches ]).
+    Sparse samples are refused with torch's message (stacking them is not supported).
     """
+    if batch[0].layout != ember.strided:
+        raise RuntimeError(
+            "Batches of sparse tensors are not currently supported by the default collate_fn; "
+            "please provide a custom collate_fn to handle them appropriately."
+        )
     return ember.stack(batch, 0)
 
 
