@@ -44,6 +44,9 @@ __all__ = ["autocast", "autocast_decorator", "is_autocast_available", "custom_fw
 LOWER = "lower_precision_fp"
 FP32 = "fp32"
 PROMOTE = "promote"
+# a single kernel in torch (im2col, adaptive pooling): nothing is cast, and ember's decomposition runs with the
+# dispatch hook suspended, so the convolutions or matmuls it is built from stay in the input's dtype
+OPAQUE = "opaque"
 
 # ---------------------------------------------------------------- per-device state (torch's thread-local state)
 
@@ -361,7 +364,7 @@ _FUNCTION_POLICIES = (
                "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"), LOWER),
     ("Tensor", ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "__matmul__", "__rmatmul__"), LOWER),
     ("ember.linalg", ("vecdot", "matmul"), LOWER),
-    ("ember.nn.functional", ("linear", "bilinear", "prelu", "scaled_dot_product_attention", "conv1d", "conv2d",
+    ("ember.nn.functional", ("linear", "prelu", "scaled_dot_product_attention", "conv1d", "conv2d",
                              "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"), LOWER),
     ("ember.nn.functional", ("avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
                              "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d",
@@ -381,6 +384,55 @@ _FUNCTION_POLICIES = (
                    "irfftn", "hfft", "ihfft"), FP32),
     ("ember", ("stack", "index_copy"), PROMOTE),
     ("Tensor", ("index_copy",), PROMOTE),
+    ("ember.nn.functional", ("unfold", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d",
+                             "lp_pool1d", "lp_pool2d"), OPAQUE),
+    ("ember.linalg", ("multi_dot",), LOWER),
+    ("ember", ("chain_matmul",), LOWER),
+)
+
+
+def _einsum_policy(*args, **kwargs):
+    """torch's einsum multiplies each pair of operands that shares a summed subscript with bmm (on autocast's
+    lower-precision list) and the others with mul: lower precision when some subscript is contracted."""
+    from .._ops import einsum as einsum_module
+
+    if args and isinstance(args[0], str):
+        equation, operands = args[0], list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+    else:
+        equation, operands = einsum_module._sublist_equation(args)
+    if not operands or not all(isinstance(o, Tensor) for o in operands):
+        return None
+    shapes = [tuple(o.shape) for o in operands]
+    try:
+        equation, _ = einsum_module._resolve(equation, operands)
+    except RuntimeError:
+        return None  # einsum raises its own error
+    return LOWER if einsum_module._contracts(equation, shapes) else None
+
+
+def _tensordot_policy(a, b, dims=2, *args, **kwargs):
+    """torch's tensordot is an mm (lower precision) unless every dim is contracted: then it is a dot (as is)."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return None
+    contracted = dims if isinstance(dims, int) else len(dims[0]) if dims else 0
+    return None if contracted == a.ndim == b.ndim else LOWER
+
+
+def _inner_policy(input, other, *args, **kwargs):
+    """torch's inner is a mul (0-d operands), a dot (two vectors) or a tensordot's mm (lower precision)."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        return None
+    return None if input.ndim == 0 or other.ndim == 0 or (input.ndim == 1 and other.ndim == 1) else LOWER
+
+
+# Functions whose policy depends on their arguments: policy(*args, **kwargs) -> a policy, or None to run as is.
+_CONDITIONAL_POLICIES = (
+    ("ember", ("einsum",), _einsum_policy),
+    ("ember", ("tensordot",), _tensordot_policy),
+    ("ember", ("inner",), _inner_policy),
+    ("Tensor", ("inner",), _inner_policy),
 )
 
 # F.pad runs reflection/replication padding (these sizes) in float32 and other modes as they are.
@@ -390,8 +442,9 @@ _installed = False
 
 
 def _autocast_function(fn, policy):
-    """Wrap a public function: inside a region, cast its tensor arguments by `policy` and run it with the
-    dispatch hook suspended (torch runs the op below its autocast kernel)."""
+    """Wrap a public function: inside a region, cast its tensor arguments by `policy` (a policy, or a function
+    of the arguments giving one or None) and run it with the dispatch hook suspended (torch runs the op below
+    its autocast kernel)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -401,9 +454,13 @@ def _autocast_function(fn, policy):
         device_type = _region_device(args + tuple(kwargs.values()))
         if device_type is None:
             return fn(*args, **kwargs)
-        dtype = _target_dtype(policy, device_type, args + tuple(kwargs.values()))
-        args = _cast(args, device_type, dtype)
-        kwargs = _cast(kwargs, device_type, dtype)
+        chosen = policy(*args, **kwargs) if callable(policy) else policy
+        if chosen is None:
+            return fn(*args, **kwargs)
+        if chosen != OPAQUE:
+            dtype = _target_dtype(chosen, device_type, args + tuple(kwargs.values()))
+            args = _cast(args, device_type, dtype)
+            kwargs = _cast(kwargs, device_type, dtype)
         _dispatch.autocast = None
         try:
             return fn(*args, **kwargs)
@@ -427,6 +484,21 @@ def _pad_wrapper(fn):
     return pad
 
 
+def _bilinear_wrapper(fn):
+    """F.bilinear: torch's _trilinear kernel runs its products through bmm (lower precision under autocast) but
+    returns its first input's dtype; the bias is added after, in that dtype."""
+
+    @functools.wraps(fn)
+    def bilinear(input1, input2, weight, bias=None):
+        if _dispatch.autocast is None or _region_device((input1, input2, weight)) is None:
+            return fn(input1, input2, weight, bias)
+        out = fn(input1, input2, weight).to(input1.dtype)
+        return out if bias is None else out + bias
+
+    bilinear._autocast_wrapped = fn
+    return bilinear
+
+
 def _resolve(namespace):
     import importlib
 
@@ -444,7 +516,7 @@ def _install_function_wrappers() -> None:
     if _installed:
         return
     _installed = True
-    for namespace, names, policy in _FUNCTION_POLICIES:
+    for namespace, names, policy in _FUNCTION_POLICIES + _CONDITIONAL_POLICIES:
         owner = _resolve(namespace)
         if owner is None:
             continue
@@ -454,8 +526,12 @@ def _install_function_wrappers() -> None:
                 continue
             setattr(owner, name, _autocast_function(fn, policy))
     functional = _resolve("ember.nn.functional")
-    if functional is not None and hasattr(functional, "pad") and not hasattr(functional.pad, "_autocast_wrapped"):
-        functional.pad = _pad_wrapper(functional.pad)
+    if functional is None:
+        return
+    for name, make_wrapper in (("pad", _pad_wrapper), ("bilinear", _bilinear_wrapper)):
+        fn = getattr(functional, name, None)
+        if fn is not None and not hasattr(fn, "_autocast_wrapped"):
+            setattr(functional, name, make_wrapper(fn))
 
 
 # ---------------------------------------------------------------- custom autograd Functions

@@ -143,7 +143,14 @@ class GradScaler:
                         continue
                     if not allow_fp16 and param.grad.dtype == ember.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    grouped[param.grad.device][param.grad.dtype].append(param.grad)
+                    to_unscale = param.grad
+                    if to_unscale.is_sparse:
+                        # as torch: the values are checked and scaled in place (float16 ones coalesced first,
+                        # since summing duplicates could overflow)
+                        if to_unscale.dtype is ember.float16:
+                            param.grad = to_unscale = to_unscale.coalesce()
+                        to_unscale = to_unscale._values()
+                    grouped[to_unscale.device][to_unscale.dtype].append(to_unscale)
             found = {}
             for device, per_dtype in grouped.items():
                 device_found_inf = found_inf.to(device)

@@ -235,3 +235,12 @@ power_draw = _nvml_unsupported("power_draw")
 clock_rate = _nvml_unsupported("clock_rate")
 memory_usage = _nvml_unsupported("memory_usage")
 
+
+
+def __getattr__(name: str):
+    # torch.cuda.amp, the deprecated spelling of torch.amp, loaded on first use (it imports ember.amp)
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

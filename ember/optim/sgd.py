@@ -178,6 +178,9 @@ class ASGD(GroupwiseOptimizer):
         if is_compiling():
             _asgd_tensor_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0)
             return
+        if group["foreach"]:
+            _asgd_foreach_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0)
+            return
         eta_values = etas.items()
         params.mul_([1 - lambd * eta for eta in eta_values])
         params.add_(grads, alpha=[-eta for eta in eta_values])
@@ -194,6 +197,18 @@ class ASGD(GroupwiseOptimizer):
         step_values = steps.items()
         etas.copy_([as_tensor(lr / ((1 + lambd * lr * step) ** alpha)) for step in step_values])
         mus.copy_([as_tensor(1 / max(1, step - t0)) for step in step_values])
+
+
+def _asgd_foreach_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0) -> None:
+    """torch's foreach ASGD (_multi_tensor_asgd), which rounds differently from its per-tensor loop: the param
+    moves by eta * (grad + lambd * param) in one addcmul, ax always takes the addcmul (no copy while mu is 1),
+    and the new eta is float32 tensor arithmetic on the step counter (`lr / t` is t.reciprocal() * lr; the
+    power is rounded from float64, as C++'s pow on a single float, where NumPy's float32 power can be an ulp off)."""
+    intermediate = grads.add(params, alpha=lambd)
+    params.addcmul_(intermediate, etas, value=-1)
+    axs.addcmul_(params.sub(axs), mus)
+    etas.copy_([((1 + lambd * lr * step).double() ** alpha).float().reciprocal() * lr for step in steps])
+    mus.copy_([as_tensor(1 / max(1, step - t0)) for step in steps.items()])
 
 
 def _asgd_tensor_update(params, grads, steps, etas, mus, axs, lr, lambd, alpha, t0) -> None:

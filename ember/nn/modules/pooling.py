@@ -130,7 +130,7 @@ class AvgPool3d(_AvgPoolNd):
 
 
 class _AdaptivePool(Module):
-    function = None
+    function_name = ""  # the nn.functional function, looked up per call so that autocast's wrapper applies
 
     def __init__(self, output_size) -> None:
         super().__init__()
@@ -140,23 +140,23 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self).function(input, self.output_size)
+        return getattr(F, self.function_name)(input, self.output_size)
 
 
 class AdaptiveAvgPool1d(_AdaptivePool):
-    function = staticmethod(F.adaptive_avg_pool1d)
+    function_name = "adaptive_avg_pool1d"
 
 
 class AdaptiveAvgPool2d(_AdaptivePool):
-    function = staticmethod(F.adaptive_avg_pool2d)
+    function_name = "adaptive_avg_pool2d"
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
-    function = staticmethod(F.adaptive_avg_pool3d)
+    function_name = "adaptive_avg_pool3d"
 
 
 class _AdaptiveMaxPool(Module):
-    function = None
+    function_name = ""  # the nn.functional function, looked up per call so that autocast's wrapper applies
 
     def __init__(self, output_size, return_indices: bool = False) -> None:
         super().__init__()
@@ -167,23 +167,23 @@ class _AdaptiveMaxPool(Module):
         return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor):
-        return type(self).function(input, self.output_size, self.return_indices)
+        return getattr(F, self.function_name)(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPool):
-    function = staticmethod(F.adaptive_max_pool1d)
+    function_name = "adaptive_max_pool1d"
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
-    function = staticmethod(F.adaptive_max_pool2d)
+    function_name = "adaptive_max_pool2d"
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPool):
-    function = staticmethod(F.adaptive_max_pool3d)
+    function_name = "adaptive_max_pool3d"
 
 
 class _LPPoolNd(Module):
-    function = None
+    function_name = ""  # the nn.functional function, looked up per call so that autocast's wrapper applies
 
     def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -197,19 +197,20 @@ class _LPPoolNd(Module):
                 "ceil_mode={ceil_mode}".format(**self.__dict__))
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self).function(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+        function = getattr(F, self.function_name)
+        return function(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LPPool1d(_LPPoolNd):
-    function = staticmethod(F.lp_pool1d)
+    function_name = "lp_pool1d"
 
 
 class LPPool2d(_LPPoolNd):
-    function = staticmethod(F.lp_pool2d)
+    function_name = "lp_pool2d"
 
 
 class LPPool3d(_LPPoolNd):
-    function = staticmethod(F.lp_pool3d)
+    function_name = "lp_pool3d"
 
 
 class _FractionalMaxPoolNd(Module):

@@ -106,3 +106,12 @@ def _is_vnni_supported() -> bool:
     from ._runtime import cpu_flags
 
     return "avx512_vnni" in cpu_flags()
+
+
+def __getattr__(name: str):
+    # torch.cpu.amp, the deprecated spelling of torch.amp, loaded on first use (it imports ember.amp)
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
