@@ -103,7 +103,7 @@ def current_device() -> str:
 
 def _is_vnni_supported() -> bool:
     """torch.cpu._is_vnni_supported: whether the CPU has AVX512-VNNI (torch checks only that flag)."""
-    from ._runtime import cpu_flags
+    from .._runtime import cpu_flags
 
     return "avx512_vnni" in cpu_flags()
 
