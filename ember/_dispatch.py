@@ -177,6 +177,25 @@ def capture_break(reason: str) -> None:
         graph_break(reason)
 
 
+def run_as_action(kind: str, fn, args: tuple, operand=None):
+    """A training-loop call inside a function ember.compile captures -- `optimizer.zero_grad()` before the ops,
+    `loss.backward()` and `optimizer.step()` after them: when the tracer can replay it around the graph
+    (Tracer.take_action), it is recorded and run now with capture suspended; returns (True, its result).
+    (False, None) when it cannot: the caller breaks the graph as before."""
+    global tracer
+    take = getattr(tracer, "take_action", None)
+    if take is None or not take(kind, fn, args, operand):
+        return False, None
+    saved, tracer = tracer, None
+    result = None
+    try:
+        result = fn(*args)
+    finally:
+        tracer = saved
+        saved.after_action(result)
+    return True, result
+
+
 def note_made(tensor) -> None:
     """`tensor` holds new memory made during a capture (a factory's result): ember.compile keeps it local to
     each call (Tracer.created).  Tensor._make notes arrays that own their memory; torch.tensor() notes its

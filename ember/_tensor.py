@@ -631,6 +631,11 @@ class Tensor:
         from ._autograd import functions
 
         if _dispatch.tracer is not None:
+            # an epilogue of the graph (loss.backward() after the ops) is replayed around it, else a break
+            handled, _ = _dispatch.run_as_action("backward", Tensor.backward,
+                                                 (self, gradient, retain_graph, create_graph, inputs), self)
+            if handled:
+                return
             _dispatch.tracer.graph_break("Tensor.backward() inside a compiled function", self)
         functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 

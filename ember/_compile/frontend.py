@@ -97,6 +97,7 @@ class _Entry:
         return _MISS
 
     grad_reads = ()  # (tensor, whether its .grad was None at capture) for each .grad the function read
+    actions = ()  # tracer.Action: training-loop calls replayed before and after the graph
     writes = ()  # (module, attribute name) set to the graph's extra outputs after the call's own (see _trace)
 
     def externals_ok(self) -> bool:
@@ -122,13 +123,23 @@ class _Entry:
         tensors = _unique_tensors(args, kwargs)
         if self.chains is not None:
             return self.run_chains(tensors)
+        actions = self.actions
+        for action in actions:  # the prologue (optimizer.zero_grad() before the ops: Tracer.take_action)
+            if not action.after:
+                action.run(())
         outputs = self.compiled.run(*tensors)
         it = iter(outputs)
         result = map_structure(self.structure, lambda value: next(it), build=True)
+        operands = ()
+        if actions:
+            result, operands = result
         if self.writes:  # module attributes the function set to tensors it computed (pyguards.SideEffects)
             result, values = result
             for (module, name), value in zip(self.writes, values):
                 setattr(module, name, value)
+        for action in actions:  # the epilogue: loss.backward(), optimizer.step(), zero_grad() after the ops
+            if action.after:
+                action.run(operands)
         return result
 
 
@@ -533,7 +544,11 @@ class CompiledFunction:
         tracer.attribute_writes = [(module, name) for module, name, _ in effects.replayed]
         if tracer.attribute_writes:
             result = (result, tuple(value for _, _, value in effects.replayed))
+        if tracer.actions:  # the losses backward() ran on: extra outputs, for the replayed epilogue
+            result = (result, tuple(tracer.action_operands))
         ok = tracer.finish(result)
+        if tracer.actions:
+            result = result[0]
         if tracer.attribute_writes:
             result = result[0]
         wrote = watcher.written()
@@ -636,6 +651,7 @@ class CompiledFunction:
                 compiled = CompiledGraph(graph, self.options)
             entry = _Entry(compiled, externals=_externals([graph]), structure=graph.output.structure)
             entry.writes = tracer.attribute_writes
+            entry.actions = tuple(tracer.actions)
             entry.grad_reads = tuple(tracer.grad_reads.values())
             entry.signature = signature
             entry.samples = [(key, signature)]  # the captures a size-generic graph was fitted to (symbolic.py)

@@ -147,6 +147,22 @@ GRAFT = _dispatch.OpDef("graft", lambda xp, new, leaf: new, lambda ctx, grad: (N
                         meta=lambda args, params: args[0].shape)
 
 
+class Action:
+    """A training-loop call replayed around a graph (Tracer.take_action): `fn(*args)`, run before the graph or
+    after it; a backward's args are the position of its loss among the graph's action outputs."""
+
+    __slots__ = ("kind", "fn", "args", "after")
+
+    def __init__(self, kind: str, fn, args: tuple, after: bool) -> None:
+        self.kind, self.fn, self.args, self.after = kind, fn, args, after
+
+    def run(self, operands: tuple) -> None:
+        if self.kind == "backward":
+            self.fn(operands[self.args[0]])
+        else:
+            self.fn(*self.args)
+
+
 def _remakes(recipe, tensor) -> bool:
     """Whether the recipe still gives the tensor's values (nothing wrote it outside ember's ops since, such as
     through .numpy()); an uninitialised `empty` is taken as is."""
@@ -223,6 +239,10 @@ class Tracer:
         self.split = False  # compile mode: continue past read breaks in a new segment (chains)
         self.reads: list = []  # per finished segment: (Value read, its data at capture, BreakReason)
         self.segment_grad_mode: list = []  # grad mode at the start of each segment
+        self.actions: list = []  # Action: training-loop calls replayed around the graph (take_action)
+        self.action_operands: list = []  # tensors of the graph that epilogue actions act on (loss.backward())
+        self.epilogue = False  # an action ran after the ops: no op may follow
+        self.action_results: set = set()  # ids of tensors actions returned (clip_grad_norm_'s total norm)
 
     @property
     def mutations(self) -> list:
@@ -351,6 +371,11 @@ class Tracer:
         self.drawing = False
         if self.broken and not self.explain:
             return
+        if self.epilogue:
+            self.graph_break(f"{op.name}() after backward() or optimizer.step() in the compiled function: only "
+                             "those calls may follow the graph")
+            if self.broken:
+                return
         sources = ()
         if params and not all(_static_param(v) for v in params.values()):
             try:
@@ -420,6 +445,9 @@ class Tracer:
 
     def resolve(self, tensor) -> Value:
         """The graph value a tensor stands for: placeholder, earlier result, detached alias, or a new external."""
+        if self.action_results and id(tensor) in self.action_results:
+            self.graph_break("the compiled function uses a tensor clip_grad_norm_ returned after backward(): a "
+                             "replay's graph would hold this call's value")
         value = self.value_of.get(id(tensor))
         if value is not None:
             if id(value.node) in self.segment_nodes:
@@ -529,6 +557,49 @@ class Tracer:
         self.value_of[id(target)] = new
         self.storages.setdefault(id(target._storage), [target._storage, 0])[1] = target._storage.version
 
+    # ------------------------------------------------------------ actions
+    def take_action(self, kind: str, fn, args: tuple, operand) -> bool:
+        """Whether a training-loop call can be replayed around the graph (_dispatch.run_as_action): zero_grad
+        before any op (a prologue), or zero_grad, `loss.backward()` (a loss the graph computes, no gradient or
+        graph arguments) and `optimizer.step()` (no closure) after the ops (an epilogue).  Each replay runs the
+        prologue, the graph, then the epilogue on the graph's results, as eager does -- so torch.compile's
+        tutorial step (`opt.zero_grad(); loss = f(model(x)); loss.backward(); opt.step()`) compiles its forward
+        and loss, with backward() running the graph's generated backward kernels.  Not with a read split
+        (the segments would need the actions between them), explain() or fullgraph (torch breaks there)."""
+        if self.explain or self.fullgraph or self.broken or len(self.graphs) > 1:
+            return False
+        after = self.epilogue or bool(self.graph.call_nodes)
+        if kind == "backward":
+            _, gradient, retain_graph, create_graph, inputs = args
+            if not after or gradient is not None or retain_graph or create_graph or inputs is not None:
+                return False
+            if id(operand) not in self.value_of or operand.grad_fn is None:
+                return False
+            position = len(self.action_operands)
+            self.action_operands.append(operand)
+            args = (position,)  # (read from the graph's outputs at replay)
+        elif kind == "step":
+            if not after or len(args) > 1 and args[1] is not None:
+                return False
+        elif kind == "clip":
+            if not after:
+                return False
+        elif kind != "zero_grad":
+            return False
+        self.actions.append(Action(kind, fn, args, after))
+        self.epilogue = self.epilogue or after
+        return True
+
+    def after_action(self, result=None) -> None:
+        """The action wrote tensors outside the ops (gradients, a parameter update): those versions are its own,
+        not untraced writes of the function.  A tensor it returned (clip_grad_norm_'s norm) is its own too: used
+        by the function, it is a break (the graph would return this call's value)."""
+        for entry in self.storages.values():
+            entry[1] = entry[0].version
+        if isinstance(result, Tensor):
+            self.keep.append(result)
+            self.action_results.add(id(result))
+
     def graph_break(self, reason: str, tensor=None) -> None:
         if tensor is not None and tensor is self.last_break_tensor and self.ops_since_break == 0:
             return  # bool(t) then t.item(): one read, one break
@@ -545,7 +616,7 @@ class Tracer:
                 self.graphs.append(Graph())
                 self.segment_nodes = set()
             return
-        if self.split and tensor is not None and reason.startswith(READ_BREAKS):
+        if self.split and tensor is not None and reason.startswith(READ_BREAKS) and not self.actions:
             # a value read into Python: this segment ends with it; the next one is guarded on it
             value = self.resolve(tensor)
             self.reads.append((value, np.array(tensor._data, copy=True), self.breaks[-1]))
@@ -590,6 +661,8 @@ class Tracer:
         except _UnsupportedOutput as error:
             self.graph_break(str(error))
             return not self.broken or self.explain
+        if self.broken and not self.explain:  # (an output the graph cannot give: an action's result)
+            return False
         self.graph.output = Node("output", "output", structure=structure)
         return True
 

@@ -196,8 +196,13 @@ class Optimizer:
                 return step(self, *args, **kwargs)
             tracer = _dispatch.tracer
             if tracer is not None and getattr(tracer, "owner", None) is not self:
-                # a compiled function that calls opt.step(): its grads, state and lr would be constants of the
+                # a compiled function that calls opt.step() after its ops (a training step): replayed after the
+                # graph, eagerly; else a break -- traced, its grads, state and lr would be constants of the
                 # graph (only `ember.compile(opt.step)` passes them as inputs and guards the hyperparameters)
+                if not kwargs:
+                    handled, result = _dispatch.run_as_action("step", wrapper, (self, *args))
+                    if handled:
+                        return result
                 _dispatch.capture_break("optimizer.step() called inside a compiled function (compile "
                                         "optimizer.step itself to capture it)")
             # as torch's profile_hook_step: the hooks see the bound call's whole args, self first, and a pre hook's
@@ -442,6 +447,9 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors: to None (default) or to zeros."""
+        if _dispatch.tracer is not None and _dispatch.run_as_action("zero_grad", type(self).zero_grad,
+                                                                     (self, set_to_none))[0]:
+            return  # (inside a compiled training step: replayed around its graph)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:

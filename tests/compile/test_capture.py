@@ -182,6 +182,17 @@ def test_other_breaks_item_numpy_backward_disable():
     x = ember.ones(2, requires_grad=True)
     compiled = ember.compile(backward_inside)
     compiled(x)
+    # backward() after the ops is replayed around the graph (Tracer.take_action); reading an argument's .grad
+    # after it is the break, and the call runs eagerly
+    assert ".grad" in compiled.graph_breaks[0].reason
+    assert x.grad.tolist() == [2.0, 2.0] and compiled(x).tolist() == [4.0, 4.0]
+
+    def backward_with_graph(x):
+        (x * 2).sum().backward(create_graph=True)
+        return x * 1
+
+    compiled = ember.compile(backward_with_graph)
+    compiled(ember.ones(2, requires_grad=True))
     assert "backward" in compiled.graph_breaks[0].reason
 
     @ember.compiler.disable

@@ -328,10 +328,6 @@ def test_feature_dropout_ranks_match_torch(name, shapes):
             assert got == want, (shape, training)
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.backward() inside a compiled function is a graph break the tracer "
-                   "does not split at (only value reads start a new segment, tracer.READ_BREAKS), so a compiled "
-                   "whole training step (forward, backward, clip, optimizer.step) runs eagerly for good; "
-                   "torch.compile breaks there and compiles the forward and the step as separate graphs")
 def test_compiled_train_step_with_backward_keeps_a_graph():
     """The examples' loop body compiled whole: eager results (checked), and a graph kept for the forward."""
     rng = np.random.default_rng(0)

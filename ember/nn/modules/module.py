@@ -705,6 +705,14 @@ class Module(StateDictMixin):
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset parameters' gradients (to None by default, as torch 2.x)."""
+        from ... import _dispatch
+
+        if _dispatch.tracer is not None:
+            # inside a compiled function: replayed around its graph, as an optimizer's zero_grad; else a break
+            if _dispatch.run_as_action("zero_grad", type(self).zero_grad, (self, set_to_none))[0]:
+                return
+            _dispatch.capture_break("Module.zero_grad() inside a compiled function: a replay would not reset the "
+                                    "gradients")
         for param in self.parameters():
             if param._grad is not None:
                 if set_to_none:

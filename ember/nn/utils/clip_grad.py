@@ -88,6 +88,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         parameters = list(parameters)
         if is_generator and len(parameters) == 0:
             warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=3)
+    from ... import _dispatch
+
+    if _dispatch.tracer is not None:  # in a compiled training step, after backward(): replayed after the graph
+        handled, norm = _dispatch.run_as_action(
+            "clip", clip_grad_norm_, (parameters, max_norm, norm_type, error_if_nonfinite, foreach))
+        if handled:
+            return norm
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
@@ -107,6 +114,12 @@ def clip_grad_value_(parameters, clip_value: float, foreach: bool | None = None)
     """Clamp every gradient in place to [-clip_value, clip_value]."""
     if isinstance(parameters, Tensor):
         parameters = [parameters]
+    from ... import _dispatch
+
+    if _dispatch.tracer is not None:  # in a compiled training step, after backward(): replayed after the graph
+        parameters = list(parameters)
+        if _dispatch.run_as_action("clip", clip_grad_value_, (parameters, clip_value, foreach))[0]:
+            return None
     clip_value = float(clip_value)
     grads = [p.grad for p in parameters if p.grad is not None]
     _check_foreach(foreach, grads)

@@ -1,0 +1,116 @@
+"""A whole training step compiled (torch.compile's tutorial shape): optimizer.zero_grad() before the ops and
+loss.backward(), clip_grad_norm_ and optimizer.step() after them are replayed around one graph
+(tracer.Tracer.take_action), so the forward and loss compile and each step equals eager's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+
+def _model():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 3)).double()
+    return model, ember.optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def _batches(sizes=(5, 5, 5, 5)):
+    rng = np.random.default_rng(0)
+    return [(ember.tensor(rng.standard_normal((n, 6))), ember.tensor(rng.integers(0, 3, n))) for n in sizes]
+
+
+STEPS = {
+    "tutorial": lambda model, opt, x, y: (opt.zero_grad(True), _loss(model, x, y))[1],
+    "module zero_grad": lambda model, opt, x, y: (model.zero_grad(), _loss(model, x, y))[1],
+    "clip": lambda model, opt, x, y: (opt.zero_grad(), _loss(model, x, y, clip=True))[1],
+    "accumulate": lambda model, opt, x, y: _loss(model, x, y, step=False),
+}
+
+
+def _loss(model, x, y, clip=False, step=True):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    if step:
+        model._optimizer.step()
+    return loss
+
+
+def _run(name, compiled, sizes=(5, 5, 5, 5)):
+    model, opt = _model()
+    model._optimizer = opt
+    body = STEPS[name]
+
+    def train_step(x, y):
+        return body(model, opt, x, y)
+
+    step = ember.compile(train_step) if compiled else train_step
+    losses = [step(x, y).item() for x, y in _batches(sizes)]
+    grads = [None if p.grad is None else p.grad.numpy().copy() for p in model.parameters()]
+    return losses, [p.detach().numpy().copy() for p in model.parameters()], grads, step
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_compiled_step_equals_eager_and_keeps_one_graph(name):
+    eager, compiled = _run(name, False), _run(name, True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-12)
+    for got, want in zip(compiled[1] + compiled[2], eager[1] + eager[2]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    step = compiled[3]
+    assert step.captures == 1 and not step.graph_breaks
+    (entry,) = step.cache.values()
+    assert not entry.eager and entry.actions
+
+
+def test_batch_sizes_share_a_size_generic_graph():
+    eager, compiled = _run("tutorial", False, (4, 6, 8, 5, 7)), _run("tutorial", True, (4, 6, 8, 5, 7))
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-12)
+    for got, want in zip(compiled[1], eager[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert compiled[3].generic and not compiled[3].graph_breaks
+
+
+@pytest.mark.parametrize("tail", ["op after step", "norm returned", "item after step"])
+def test_what_follows_the_epilogue_breaks_and_stays_correct(tail):
+    """An op after backward()/step(), or a use of clip_grad_norm_'s result, ends the graph: eager results."""
+    results = []
+    for compiled in (False, True):
+        model, opt = _model()
+
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            if tail == "op after step":
+                return loss * 2
+            if tail == "norm returned":
+                return norm
+            return loss.item()
+
+        step = ember.compile(train_step) if compiled else train_step
+        results.append([float(step(x, y)) for x, y in _batches()])
+        if compiled:
+            assert step.graph_breaks
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-12)
+
+
+def test_explain_and_fullgraph_still_break_at_backward_as_torch():
+    model, opt = _model()
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x, y = _batches()[0]
+    assert ember.compiler.explain(train_step)(x, y).graph_break_count > 0
+    with pytest.raises(ember.compiler.Unsupported):
+        ember.compile(train_step, fullgraph=True)(x, y)
