@@ -39,3 +39,19 @@ mkldnn = _Flags(enabled=True, is_available=lambda: False)
 cpu = _Flags(get_cpu_capability=_runtime.cpu_capability)
 openmp = _Flags(is_available=lambda: True)
 opt_einsum = _Flags(enabled=True, strategy="auto", is_available=lambda: True)
+
+
+class _MhaFlags(types.SimpleNamespace):
+    """torch.backends.mha: whether nn.TransformerEncoder may take its nested-tensor inference path."""
+
+    def __init__(self) -> None:
+        super().__init__(_fastpath_enabled=True)
+
+    def get_fastpath_enabled(self) -> bool:
+        return self._fastpath_enabled
+
+    def set_fastpath_enabled(self, value: bool) -> None:
+        self._fastpath_enabled = bool(value)
+
+
+mha = _MhaFlags()

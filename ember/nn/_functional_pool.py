@@ -488,7 +488,10 @@ def _check_im2col_dtype(input: Tensor, kernel: str) -> None:
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), as a convolution with one-hot kernels (differentiable)."""
     kernel = _tuple(kernel_size, 2, "kernel_size")
-    if input.ndim not in (3, 4):
+    if input.ndim < 3:  # torch's im2col reads size(ndim - 3 + 2) before checking the rank
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], but "
+                         f"got {input.ndim})")
+    if input.ndim not in (3, 4) or 0 in input.shape[input.ndim - 3:]:
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     _check_im2col_dtype(input, "im2col_out_cpu")
@@ -508,7 +511,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
                            f"shape of the array of sliding blocks as {blocks}, but its components must be at least "
                            "one.")
     cols = conv_ops.conv(x.reshape((n * c, 1) + spatial), weight, None, geometry)
-    result = cols.reshape(n, c * k, -1)
+    result = cols.reshape(n, c * k, blocks[0] * blocks[1])
     return result.squeeze(0) if unbatched else result
 
 
@@ -516,7 +519,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Te
     """col2im: the adjoint of unfold, summing overlapping values."""
     kernel = _tuple(kernel_size, 2, "kernel_size")
     output_size = _tuple(output_size, 2, "output_size")
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
         raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     _check_im2col_dtype(input, "col2im_out_cpu")

@@ -548,41 +548,84 @@ from ._functional_shape import *  # noqa: E402, F401, F403
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y_k = x1^T W_k x2 + b_k."""
+    """y_k = x1^T W_k x2 + b_k, with torch's shape checks."""
     from .. import einsum
 
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for dim, (size1, size2) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if size1 != size2:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {dim}: got {size1} and {size2}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but expected "
+                           f"{weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but expected "
+                           f"{weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
+                           f"{weight.shape[0]}")
     out = einsum("...i,kij,...j->...k", input1, weight, input2)
     return out + bias if bias is not None else out
+
+
+def _scale_bag_grad_by_freq(rows: Tensor, flat: Tensor, num_weights: int) -> Tensor:
+    """rows whose gradient is divided the way torch's CPU embedding_bag backward divides it: the k-th distinct
+    index (in sorted order) by the count of sorted_indices[k], which is its own count only when every smaller
+    index occurs once (a quirk of aten's EmbeddingBag.cpp kept so the numbers match)."""
+    from .._autograd.grad_mode import no_grad
+
+    with no_grad():
+        counts = flat.bincount(minlength=num_weights)
+        rank = ((counts > 0).cumsum(0) - 1).clamp(min=0)  # k for each distinct index
+        divisor = counts.index_select(0, flat.sort().values.index_select(0, rank.clamp(max=flat.numel() - 1)))
+        factor = divisor.index_select(0, flat).to(rows.dtype).unsqueeze(-1)
+    scaled = rows / factor
+    return scaled + (rows - scaled).detach()
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None, norm_type=2,
                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None) -> Tensor:
-    """Reduce (sum/mean/max) the embeddings of each bag; bags are rows of a 2-D input or offsets into a 1-D one."""
+    """Reduce (sum/mean/max) the embeddings of each bag; bags are rows of a 2-D input or offsets into a 1-D one.
+
+    Arguments are checked in torch's order (and max_norm renormalises before the per_sample_weights check)."""
     from .. import stack
 
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+        raise ValueError("mode has to be one of sum, mean or max")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if sparse and mode == "max":
         raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+        max_norm = None
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
     if input.ndim == 2:
-        if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
-                             "fixed length sequences.")
         bags = [(i * input.shape[1], (i + 1) * input.shape[1]) for i in range(input.shape[0])]
         flat = input.reshape(-1)
         flat_weights = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
     else:
-        if offsets is None:
-            raise ValueError("offsets has to be a 1D Tensor but got None")
-        if offsets.ndim != 1:
-            raise ValueError("offsets has to be a 1D Tensor")
         starts = [int(o) for o in offsets.tolist()]
         if starts and starts[0] != 0:
             raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
@@ -598,8 +641,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         bags = list(zip(starts, ends))
         flat = input
         flat_weights = per_sample_weights
+    dense_scaled = scale_grad_by_freq and not sparse and weight.requires_grad and flat.numel() > 0
     rows = embedding(flat, weight, padding_idx=padding_idx if sparse else None, max_norm=max_norm,
-                     norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+                     norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq and not dense_scaled, sparse=sparse)
+    if dense_scaled:
+        rows = _scale_bag_grad_by_freq(rows, flat, weight.shape[0])
     if flat_weights is not None:
         rows = rows * flat_weights.unsqueeze(-1)
     valid = (flat != padding_idx) if padding_idx is not None else None

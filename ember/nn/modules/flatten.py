@@ -24,6 +24,7 @@ class Flatten(Module):
 class Unflatten(Module):
     def __init__(self, dim, unflattened_size) -> None:
         super().__init__()
+        _require_tuple_int(unflattened_size)
         self.dim = dim
         self.unflattened_size = unflattened_size
 
@@ -32,3 +33,13 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+def _require_tuple_int(sizes) -> None:
+    """torch's check on Unflatten's sizes: a tuple or list of Python ints."""
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(sizes).__name__}")
+    for index, size in enumerate(sizes):
+        if not isinstance(size, int):
+            raise TypeError("unflattened_size must be tuple of ints, "
+                            f"but found element of type {type(size).__name__} at pos {index}")

@@ -47,8 +47,18 @@ class RNNBase(Module):
         if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
                              "being zeroed")
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
+        if dropout > 0 and num_layers == 1:
+            import warnings
+
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=2)
+        for name, value, kind in (("bias", bias, bool), ("batch_first", batch_first, bool),
+                                  ("input_size", input_size, int), ("hidden_size", hidden_size, int)):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} should be of type {kind.__name__}, got: {type(value).__name__}")
+            if kind is int and value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
@@ -57,12 +67,6 @@ class RNNBase(Module):
             raise ValueError("proj_size has to be smaller than hidden_size")
         if proj_size and mode != "LSTM":
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
-        if dropout > 0 and num_layers == 1:
-            import warnings
-
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
-                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
-                          stacklevel=2)
         gate_size = GATES[mode] * hidden_size
         self._flat_weights_names = []
         self._all_weights = []
@@ -153,16 +157,20 @@ class RNNBase(Module):
             sorted_indices = unsorted_indices = None
             unbatched = input.dim() == 2
             if input.dim() not in (2, 3):
+                kind = "tensor " if self.mode.startswith("RNN") else ""  # torch's RNN message says "tensor"
                 raise ValueError(f"{self.mode.split('_')[0]}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                 "input instead")
+                                 f"{kind}instead")
             if unbatched:
                 input = input.unsqueeze(1)
             elif self.batch_first:
                 input = input.transpose(0, 1)
-            h_given = hx[0] if is_lstm and isinstance(hx, (tuple, list)) else hx
-            if h_given is not None and h_given.dim() != (2 if unbatched else 3):  # torch checks this first
-                raise RuntimeError(f"For {'unbatched 2-D' if unbatched else 'batched 3-D'} input, hx should also be "
-                                   f"{2 if unbatched else 3}-D but got {h_given.dim()}-D tensor")
+            where, rank = ("unbatched 2-D", 2) if unbatched else ("batched 3-D", 3)
+            if is_lstm and isinstance(hx, (tuple, list)):  # torch checks the ranks first
+                if hx[0].dim() != rank or hx[1].dim() != rank:
+                    raise RuntimeError(f"For {where} input, hx and cx should also be {rank}-D but got "
+                                       f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+            elif hx is not None and hx.dim() != rank:
+                raise RuntimeError(f"For {where} input, hx should also be {rank}-D but got {hx.dim()}-D tensor")
         self._check_input_dtype(data if packed else input)
         if not packed:
             if input.shape[-1] != self.input_size:
@@ -209,10 +217,11 @@ class RNNBase(Module):
         elif h0.dim() != 3:
             raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {h0.dim()}-D tensor")
         expected = (layers, batch, real_hidden)
+        which = "[0]" if is_lstm else ""
         if tuple(h0.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {list(h0.shape)}")
+            raise RuntimeError(f"Expected hidden{which} size {expected}, got {list(h0.shape)}")
         if c0 is not None and tuple(c0.shape) != (layers, batch, self.hidden_size):
-            raise RuntimeError(f"Expected hidden size {(layers, batch, self.hidden_size)}, got {list(c0.shape)}")
+            raise RuntimeError(f"Expected hidden[1] size {(layers, batch, self.hidden_size)}, got {list(c0.shape)}")
         if sorted_indices is not None:
             h0 = h0.index_select(1, sorted_indices)
             c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
@@ -278,6 +287,11 @@ class RNNCellBase(Module):
     def _prepare(self, input: Tensor, hx, count: int):
         if input.dim() not in (1, 2):
             raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        states = (hx if count > 1 else (hx,)) if hx is not None else ()
+        for index, state in enumerate(states):
+            if state.dim() not in (1, 2):
+                what = f"hx[{index}]" if count > 1 else "hidden"
+                raise ValueError(f"{type(self).__name__}: Expected {what} to be 1D or 2D, got {state.dim()}D instead")
         unbatched = input.dim() == 1
         if unbatched:
             input = input.unsqueeze(0)

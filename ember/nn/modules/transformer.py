@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 from ... import _dtype as dt
 from ..._ops.creation import empty, full
 from .. import functional as F
 from .. import init
+from .._functional_multihead_attention import _canonical_mask
 from ..parameter import Parameter
+from .activation import GELU, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -109,6 +112,12 @@ def _get_activation_fn(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _same_function(a, b) -> bool:
+    """a is b, looking through the __torch_function__ wrapper ember installs over public functions once a Tensor
+    subclass appears (so a default captured at import still matches F.relu)."""
+    return getattr(a, "__wrapped_by_torch_function__", a) is getattr(b, "__wrapped_by_torch_function__", b)
+
+
 def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
@@ -129,6 +138,13 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        # torch stashes the activation kind for its fused inference path (1 relu, 2 gelu, 0 other)
+        if _same_function(activation, F.relu) or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif _same_function(activation, F.gelu) or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
@@ -207,14 +223,79 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               None if mask is None else mask.dtype, "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
+        if padded is not None:
+            src_key_padding_mask = _canonical_mask(padded, "src_key_padding_mask", None, "", src.dtype)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _nested_padding(self, src, mask, src_key_padding_mask):
+        """Where torch's inference path runs the layers on a nested tensor (one sequence per length, padded
+        back with zeros), the (N, S) positions it zeroes; None where it runs on the padded batch."""
+        from ... import arange, is_autocast_enabled, is_grad_enabled
+        from ...backends import mha
+        from ...compiler import is_compiling
+
+        first = self.layers[0]
+        mask_check = getattr(self, "mask_check", True)
+        if (not mha.get_fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or first.training
+                or src.dim() != 3 or src_key_padding_mask is None or (mask_check and is_compiling())
+                or mask is not None or is_autocast_enabled()):
+            return None
+        attn = first.self_attn
+        weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                   first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                   first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and any(t is not None and t.requires_grad for t in weights):
+            return None
+        kept = src_key_padding_mask == 0  # canonical float mask: 0 keeps a position
+        lengths = kept.sum(1, keepdim=True)
+        left_aligned = arange(kept.shape[1], device=src.device) < lengths
+        if mask_check and not bool((kept == left_aligned).all()):
+            return None
+        # the nested tensor holds each sequence's first `length` positions
+        return left_aligned.logical_not()
+
+
+def _why_not_nested(encoder_layer) -> str:
+    """Why torch's TransformerEncoder cannot use nested tensors for this layer ('' when it can)."""
+    if not isinstance(encoder_layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    if encoder_layer.norm_first:
+        return "encoder_layer.norm_first was True"
+    if not encoder_layer.self_attn.batch_first:
+        return ("encoder_layer.self_attn.batch_first was not True"
+                "(use batch_first for better inference performance)")
+    if not encoder_layer.self_attn._qkv_same_embed_dim:
+        return "encoder_layer.self_attn._qkv_same_embed_dim was not True"
+    if encoder_layer.self_attn.in_proj_bias is None:
+        return "encoder_layer.self_attn was passed bias=False"
+    if not encoder_layer.activation_relu_or_gelu:
+        return "encoder_layer.activation_relu_or_gelu was not True"
+    if encoder_layer.norm1.eps != encoder_layer.norm2.eps:
+        return "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"
+    if encoder_layer.self_attn.num_heads % 2 == 1:
+        return "encoder_layer.self_attn.num_heads is odd"
+    return ""
 
 
 class TransformerDecoder(Module):
