@@ -37,6 +37,10 @@ _all_compiled: weakref.WeakSet = weakref.WeakSet()
 _MISS = object()
 
 
+# attribute names through which user code reads an optimizer's hyperparameters (pyguards._training_state)
+_HYPER_NAMES = frozenset({"param_groups", "defaults", "state_dict"})
+
+
 def _rng_state(generators) -> list:
     """The states of the generators a chain's random ops draw from (each chain tried starts from them)."""
     return [(generator, generator._bits.state) for generator in generators]
@@ -263,6 +267,9 @@ class CompiledFunction:
         self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
         # the attribute names the captures' code could read (pyguards.Watcher.names); None: guard them all
         self.attr_names: set | None = set()
+        # the attribute names the user's own code could read; an optimizer's hyperparameters are guarded only
+        # if it names `param_groups` (pyguards._training_state): else only replayed actions read them
+        self.user_attr_names: set | None = set()
         self._pinned: dict = {}  # id -> object guarded by identity in a cache key (see _walk)
         self.written_attrs: set = set()  # module / bound-object attributes the function writes: not guarded
         functools.update_wrapper(self, fn, updated=())
@@ -297,8 +304,9 @@ class CompiledFunction:
             add_label("module attributes")
             values.append(pyguards.module_hooks(module, modules))
             add_label("module hooks")
+        hyper = self._reads_hyperparameters()
         if self._cells:
-            values.append(pyguards.read_cells(self._cells))
+            values.append(pyguards.read_cells(self._cells, hyper))
             add_label("closure variables")
         if self._bound is not None:
             values.append(pyguards.bound_key(self._bound, self.written_attrs))
@@ -350,9 +358,13 @@ class CompiledFunction:
             leaf(arg, f"__defaults__[{index}]")
         for key, arg in (getattr(target, "__kwdefaults__", None) or {}).items():
             leaf(arg, f"__kwdefaults__[{key!r}]")
-        values.append(pyguards.read_globals(self.watched, self.written))  # last: a capture may extend it
+        values.append(pyguards.read_globals(self.watched, self.written, hyper))  # last: a capture may extend it
         add_label(self._globals_label())
         return tuple(values), labels
+
+    def _reads_hyperparameters(self) -> bool:
+        names = self.user_attr_names
+        return names is None or bool(names & _HYPER_NAMES)
 
     def _globals_label(self) -> str:
         return "globals " + ", ".join(name for _, name, _ in self.watched.values())
@@ -529,6 +541,9 @@ class CompiledFunction:
             tracer.graphs[-1].exit_grad_enabled = state.enabled
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
+        user = self.user_attr_names
+        if user is not None:
+            self.user_attr_names = None if watcher.user_names is None else user | watcher.user_names
         names = self.attr_names
         if names is not None and (watcher.names is None or not watcher.names <= names):
             self.attr_names = None if watcher.names is None else names | watcher.names
@@ -618,7 +633,7 @@ class CompiledFunction:
     def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False, args=(), kwargs=None):
         """Compile a capture (or keep its graph breaks) under its guard key; returns the call's result."""
         if tracer.new_globals or getattr(tracer, "wrote_python", False):  # valid for the values this capture read
-            key = key[:-1] + (pyguards.read_globals(self.watched, self.written),)
+            key = key[:-1] + (pyguards.read_globals(self.watched, self.written, self._reads_hyperparameters()),)
             labels = labels[:-1] + [self._globals_label()]
         if getattr(tracer, "new_attr_names", False):  # the key's attribute guards, over the names now known
             key, labels = self._walk_again(key, labels, args, kwargs)

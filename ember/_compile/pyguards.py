@@ -217,10 +217,12 @@ def _guarded(value) -> bool:
 _OPTIM_CLASSES: list = []
 
 
-def _training_state(value):
+def _training_state(value, hyper: bool = True):
     """An optimizer's hyperparameters by value (a function reading `opt.param_groups[0]["lr"]` for a manual
     weight decay) and an lr scheduler's last lrs (`sched.get_last_lr()`); None for anything else.
-    They are ember's objects, not settings, and read two levels deep."""
+    They are ember's objects, not settings, and read two levels deep.  `hyper=False` leaves an optimizer's
+    hyperparameters out: the function's own code never names `param_groups`, so only its replayed
+    `step()` reads them (a per-step lr schedule then replays one graph, not a recompile each step)."""
     if not _OPTIM_CLASSES:
         from ..optim.lr_scheduler import LRScheduler
         from ..optim.optimizer import Optimizer
@@ -229,7 +231,7 @@ def _training_state(value):
     optimizer, scheduler = _OPTIM_CLASSES
     if isinstance(value, optimizer):
         return ("optimizer", id(value), tuple(tuple((k, _hyper(v)) for k, v in group.items() if k != "params")
-                                              for group in value.param_groups),
+                                              for group in value.param_groups) if hyper else len(value.param_groups),
                 # a user subclass's own settings (`self.clip` of a clipping SGD)
                 _contents(value.__dict__) if _user_class(type(value)) else (),
                 _hook_state((value.__dict__.get("_optimizer_step_pre_hooks", {}),
@@ -284,9 +286,9 @@ def _Module() -> type:  # noqa: N802 - the class, imported late (nn imports this
     return _MODULE_CLASS[0]
 
 
-def _key(value):
+def _key(value, hyper: bool = True):
     """A guarded value as it enters the guard key: scalars by value, settings objects by content (`_contents`),
-    anything else by identity."""
+    anything else by identity (`hyper`: see _training_state)."""
     if value is _MISSING:
         return _MISSING
     if _scalar(value):
@@ -295,7 +297,7 @@ def _key(value):
         return module_guard(value)
     if type(value) is np.ndarray:
         return _array_key(value)
-    training = _training_state(value)
+    training = _training_state(value, hyper)
     if training is not None:
         return training
     namespace = None if isinstance(value, Tensor) else _settings(value)
@@ -346,6 +348,7 @@ class Watcher:
         self.functions = {} if functions is None else functions
         # the attribute names the code that ran could read (None: unknown, guard every attribute)
         self.names: set | None = set()
+        self.user_names: set | None = set()  # the same, from user code only (not ember's)
 
     def __enter__(self) -> Watcher:
         self._origin = sys._getframe(1)  # frames from here up are outside the capture
@@ -354,6 +357,7 @@ class Watcher:
             self._active = True
         else:
             self.names = None
+            self.user_names = None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -379,6 +383,7 @@ class Watcher:
         if self.names is not None:
             names = _attribute_names(code, library=False)
             self.names = None if names is None else self.names | names
+            self.user_names = None if names is None or self.user_names is None else self.user_names | names
         namespace = frame.f_globals
         for name in _global_names(code):
             self._read(namespace, name)
@@ -524,10 +529,10 @@ class _Cell:
             return default
 
 
-def read_globals(watched: dict, written: set) -> tuple:
+def read_globals(watched: dict, written: set, hyper: bool = True) -> tuple:
     """The current guard key of each watched global.  One the function itself writes (a log list it appends
     to, a counter dict) is keyed by identity: its contents change every call, and that call runs eagerly."""
-    return tuple(_key(namespace.get(name, _MISSING)) if ident not in written
+    return tuple(_key(namespace.get(name, _MISSING), hyper) if ident not in written
                  else ("id", id(namespace.get(name, _MISSING))) for ident, (namespace, name, _) in watched.items())
 
 
@@ -544,14 +549,14 @@ def closure_cells(fn) -> list:
     return cells
 
 
-def read_cells(cells: list) -> tuple:
+def read_cells(cells: list, hyper: bool = True) -> tuple:
     out = []
     for cell in cells:
         try:
             value = cell.cell_contents
         except ValueError:
             value = _MISSING
-        out.append(_key(value))
+        out.append(_key(value, hyper))
     return tuple(out)
 
 

@@ -132,3 +132,44 @@ def test_module_zero_grad_inside_is_replayed():
             fn(ember.ones(1, 3)).backward()
         grads.append(layer.weight.grad.numpy().copy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_per_step_lr_schedule_replays_one_graph():
+    """Only the replayed step() reads the lr: a schedule stepped every call does not recompile, and the
+    trajectory is eager's."""
+    results = []
+    for compiled in (False, True):
+        model, opt = _model()
+        schedule = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=12)
+
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = ember.compile(train_step) if compiled else train_step
+        losses = []
+        for x, y in _batches((5,) * 10):
+            losses.append(step(x, y).item())
+            schedule.step()
+        results.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+        if compiled:
+            assert step.captures == 1 and step.recompiles == 0
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    for got, want in zip(results[1][1], results[0][1]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_function_reading_the_lr_still_sees_each_value():
+    model, opt = _model()
+
+    def scaled(x):
+        return x * opt.param_groups[0]["lr"]
+
+    compiled = ember.compile(scaled)
+    x = ember.ones(2, dtype=ember.float64)
+    for lr in (0.1, 0.2, 0.3):
+        opt.param_groups[0]["lr"] = lr
+        assert compiled(x).tolist() == [lr, lr]
