@@ -176,6 +176,10 @@ class GradScaler:
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale (if not yet done) and call optimizer.step() unless a gradient is inf or nan."""
+        if ember._dispatch.tracer is not None and not kwargs:  # a compiled training step's epilogue (actions)
+            handled, result = ember._dispatch.run_as_action("scaler", type(self).step, (self, optimizer, *args))
+            if handled:
+                return result
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
@@ -196,6 +200,9 @@ class GradScaler:
 
     def update(self, new_scale=None) -> None:
         """Set the scale for the next iteration: `new_scale` if given, else by the overflow history."""
+        if ember._dispatch.tracer is not None and new_scale is None:  # a compiled training step's epilogue
+            if ember._dispatch.run_as_action("scaler", type(self).update, (self,))[0]:
+                return
         if not self._enabled:
             return
         scale, growth_tracker = self._check_scale_growth_tracker("update")

@@ -173,3 +173,32 @@ def test_a_function_reading_the_lr_still_sees_each_value():
     for lr in (0.1, 0.2, 0.3):
         opt.param_groups[0]["lr"] = lr
         assert compiled(x).tolist() == [lr, lr]
+
+
+def test_grad_scaler_step_and_update_are_replayed():
+    """scaler.scale(loss) is in the graph; scaler.step(opt) and scaler.update() are epilogue actions: the
+    scale grows and the parameters move as eager's."""
+    results = []
+    for compiled in (False, True):
+        model, opt = _model()
+        model.float()
+        scaler = ember.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)
+
+        def train_step(x, y):
+            opt.zero_grad()
+            with ember.autocast("cpu", dtype=ember.bfloat16):
+                loss = nn.functional.cross_entropy(model(x).float(), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        step = ember.compile(train_step) if compiled else train_step
+        losses = [step(x.float(), y).item() for x, y in _batches((5,) * 6)]
+        results.append((losses, float(scaler.get_scale()), [p.detach().numpy().copy() for p in model.parameters()]))
+        if compiled:  # the first call makes the scaler's lazy state (eager), the second is the capture
+            assert step.captures == 2 and any(not entry.eager for entry in step.cache.values())
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    assert results[1][1] == results[0][1] > 2.0 ** 10
+    for got, want in zip(results[1][2], results[0][2]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
