@@ -38,7 +38,8 @@ _MISS = object()
 
 
 # attribute names through which user code reads an optimizer's hyperparameters (pyguards._training_state)
-_HYPER_NAMES = frozenset({"param_groups", "defaults", "state_dict"})
+_HYPER_NAMES = frozenset({"param_groups", "defaults", "state_dict", "get_last_lr", "_last_lr", "get_lr",
+                          "last_epoch", "base_lrs"})
 
 
 def _rng_state(generators) -> list:
@@ -269,7 +270,8 @@ class CompiledFunction:
         self.attr_names: set | None = set()
         # the attribute names the user's own code could read; an optimizer's hyperparameters are guarded only
         # if it names `param_groups` (pyguards._training_state): else only replayed actions read them
-        self.user_attr_names: set | None = set()
+        self.user_attr_names: set | None = None  # (None until a capture ran: guarded until known)
+        self._user_names_known = False
         self._pinned: dict = {}  # id -> object guarded by identity in a cache key (see _walk)
         self.written_attrs: set = set()  # module / bound-object attributes the function writes: not guarded
         functools.update_wrapper(self, fn, updated=())
@@ -541,9 +543,14 @@ class CompiledFunction:
             tracer.graphs[-1].exit_grad_enabled = state.enabled
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
         self.watched.update(tracer.new_globals)
-        user = self.user_attr_names
-        if user is not None:
-            self.user_attr_names = None if watcher.user_names is None else user | watcher.user_names
+        # (known after the first capture; a flip drops guards only for reads the code cannot make, and the
+        # next call, keyed anew, captures once more rather than reusing a key taken after this call)
+        if not self._user_names_known:
+            self.user_attr_names = None if watcher.user_names is None else set(watcher.user_names)
+            self._user_names_known = True
+        elif self.user_attr_names is not None:
+            self.user_attr_names = (None if watcher.user_names is None
+                                    else self.user_attr_names | watcher.user_names)
         names = self.attr_names
         if names is not None and (watcher.names is None or not watcher.names <= names):
             self.attr_names = None if watcher.names is None else names | watcher.names
@@ -572,6 +579,10 @@ class CompiledFunction:
         if not effects.written_names <= self.written_attrs:
             self.written_attrs |= effects.written_names
             tracer.new_attr_names = True  # (the key's attribute guards are taken again without them: _store)
+        if any(action.kind == "sched" for action in tracer.actions) and self._reads_hyperparameters():
+            # the code may have read an lr (into the graph) that the scheduler step it calls then changed:
+            # a key taken after the call would pair the new lr with the old graph
+            written.append("an lr scheduler's step() in a function that reads the optimizer's or scheduler's lr")
         if written:  # a replay would not make these writes: this guard set runs eagerly (pyguards)
             why = (f"Python state written during the call ({'; '.join(written)}): a replay would not write it, "
                    "so the call runs eagerly")

@@ -237,7 +237,8 @@ def _training_state(value, hyper: bool = True):
                 _hook_state((value.__dict__.get("_optimizer_step_pre_hooks", {}),
                              value.__dict__.get("_optimizer_step_post_hooks", {}))))
     if isinstance(value, scheduler):  # (not its epoch: it moves every step, the lrs only at milestones)
-        return ("scheduler", id(value), _hyper(getattr(value, "_last_lr", None)), _training_state(value.optimizer))
+        return ("scheduler", id(value), _hyper(getattr(value, "_last_lr", None)) if hyper else None,
+                _training_state(value.optimizer, hyper))
     return None
 
 

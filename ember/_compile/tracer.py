@@ -581,7 +581,8 @@ class Tracer:
         elif kind == "step":
             if not after or len(args) > 1 and args[1] is not None:
                 return False
-        elif kind in ("clip", "scaler"):  # clip_grad_norm_ / clip_grad_value_, GradScaler.step / update
+        elif kind in ("clip", "scaler", "sched"):  # clip_grad_norm_ / _value_, GradScaler.step / update, an lr
+            # scheduler's step()
             if not after:
                 return False
         elif kind != "zero_grad":

@@ -152,6 +152,9 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
+        if _dispatch.tracer is not None and epoch is None:  # a compiled training step's epilogue (actions)
+            if _dispatch.run_as_action("sched", type(self).step, (self,))[0]:
+                return
         _python_state_step("an lr scheduler's step()")
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
@@ -508,6 +511,8 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:
+        if _dispatch.tracer is not None and _dispatch.run_as_action("sched", type(self).step, (self,))[0]:
+            return  # (a compiled training step's epilogue)
         _python_state_step("an lr scheduler's step()")
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
