@@ -619,6 +619,8 @@ class Tensor:
         """hook(tensor) runs after a leaf's .grad has been accumulated."""
         if _dispatch.tracer is not None:
             _dispatch.tracer.graph_break("Tensor.register_post_accumulate_grad_hook() inside a compiled function")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:
@@ -648,6 +650,13 @@ class Tensor:
     def _check_inplace(self) -> None:
         if self._storage.inference and not state.inference:
             raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
+        if state.enabled and self._base is not None and "_custom_function_view" in self.__dict__:
+            raise RuntimeError(
+                f"{self.__dict__['_custom_function_view']} is a view and is being modified inplace. This view was "
+                "created inside a custom Function (or because an input was returned as-is) and the autograd logic "
+                "to handle view+inplace would override the custom backward associated with the custom Function, "
+                "leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output "
+                "of the custom Function.")
         if state.enabled and self._base is not None and "_no_grad_view" in self.__dict__:
             # torch's CreationMeta::NO_GRAD_MODE: autograd cannot tell what such a write should mean
             raise RuntimeError(

@@ -88,6 +88,17 @@ def _check_hook_result(hook, grad, replaced) -> None:
         raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
+def _checked_node_hook_result(hook, replaced, expected: int) -> list:
+    """A Node hook's replacement gradients, checked as torch's (a tuple of the same length)."""
+    if not isinstance(replaced, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(replaced).__name__}'")
+    if len(replaced) != expected:
+        name = getattr(hook, "__name__", "<unknown>")
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(replaced)}, "
+                           f"but expected {expected})")
+    return list(replaced)
+
+
 def _add(existing, grad, owned=None):
     """existing + grad.  A buffer the engine made itself (its id in `owned`: a sum, or a fresh view-scatter
     result, that only the buffer references) is added into in place when no graph is being recorded.  Ids
@@ -151,6 +162,11 @@ def _xp(tensor):
     return _dispatch.device_module(tensor._device)
 
 
+# torch._C._is_checkpoint_valid(): False while a backward runs for autograd.grad or backward(inputs=...),
+# which the reentrant checkpoint cannot serve.
+checkpoint_valid = True
+
+
 def run_backward(
     roots: list,
     grads: list,
@@ -184,8 +200,10 @@ def run_backward(
     for node in buffers:
         if dependencies.get(node, 0) == 0:
             heapq.heappush(ready, (-node._sequence_nr, id(node), node))
-    previous_mode = state.enabled
+    global checkpoint_valid
+    previous_mode, previous_valid = state.enabled, checkpoint_valid
     state.enabled = create_graph
+    checkpoint_valid = capture is None and accumulate_into is None  # a plain .backward(): see _is_checkpoint_valid
     # buffers the engine made itself, safe to add into (None while recording a graph: create_graph)
     owned = None if create_graph or state.anomaly else set()
     try:
@@ -210,7 +228,7 @@ def run_backward(
                 node.release()
             _deliver(node, outputs, buffers, dependencies, ready, needed, owned, fresh)
     finally:
-        state.enabled = previous_mode
+        state.enabled, checkpoint_valid = previous_mode, previous_valid
         while after_backward:
             after_backward.pop(0)()
     return captured
@@ -230,7 +248,7 @@ def _run_node(node: Node, grads: list, capture, captured, accumulate_into, execu
         for hook in list(node._pre_hooks.values()):
             replaced = hook(tuple(grads))
             if replaced is not None:
-                grads = list(replaced)
+                grads = _checked_node_hook_result(hook, replaced, len(grads))
     if capture is not None:
         for nr in range(len(grads)):
             index = capture.get((node, nr))
@@ -255,7 +273,7 @@ def _run_node(node: Node, grads: list, capture, captured, accumulate_into, execu
         for hook in list(node._post_hooks.values()):
             replaced = hook(tuple(outputs), tuple(grads))
             if replaced is not None:
-                outputs = list(replaced)
+                outputs = _checked_node_hook_result(hook, replaced, len(outputs))
     return outputs
 
 

@@ -331,6 +331,9 @@ def _process_outputs(ctx, inputs: list, output, executable: bool):
             if is_input:
                 value = _alias_of_input(value)
                 outputs[nr] = value
+            if value._base is not None:  # torch's CreationMeta::IN_CUSTOM_FUNCTION: no in-place writes
+                value.__dict__.pop("_no_grad_view", None)
+                value.__dict__["_custom_function_view"] = f"Output {nr} of {type(ctx).__name__[:-len('Backward')]}"
             value._grad_fn = ctx
             value._output_nr = nr
             value._requires_grad = True

@@ -78,6 +78,9 @@ def _not_captured(what: str) -> None:
         _dispatch.capture_break(f"{what} inside a compiled function")
 
 
+_warned_create_graph = False
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate d(tensors)/d(leaves) into the leaves' .grad."""
@@ -88,9 +91,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph = create_graph
     grads = _root_gradients(outputs, grad_outputs, create_graph)
     roots = _roots(outputs)
-    if create_graph:
+    global _warned_create_graph
+    if create_graph and not _warned_create_graph:  # torch's TORCH_WARN_ONCE: once per process
         import warnings
 
+        _warned_create_graph = True
         warnings.warn(
             "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
             "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to "
@@ -177,11 +182,12 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         if not isinstance(grad_output, Tensor):
             continue
         if tuple(grad_output.shape[1:]) != tuple(output.shape) or grad_output.ndim == 0:
+            # (torch's message prints the grad_output's shape without its first two dims; kept as torch's)
             raise RuntimeError(
                 "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
                 "dimension. The sizes of the remaining dimensions are expected to match the shape of "
                 f"corresponding output, but a mismatch was detected: grad_output[{index}] has a shape of "
-                f"torch.Size({list(grad_output.shape[1:])}) and output[{index}] has a shape of "
+                f"torch.Size({list(grad_output.shape[2:])}) and output[{index}] has a shape of "
                 f"torch.Size({list(output.shape)}). If you only want some tensors in `grad_output` to be "
                 "considered batched, consider using vmap.")
         batch = grad_output.shape[0] if batch is None else batch

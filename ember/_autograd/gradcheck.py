@@ -64,15 +64,65 @@ def _analytical_jacobians(fn, inputs, targets, outputs_count):
                 key = (i, j)
                 if key not in jacobians:
                     jacobians[key] = np.zeros((inputs[i].numel(), output.numel()), np.float64)
-                if g is not None:
-                    jacobians[key][:, m] = g._data.reshape(-1)
+                if g is not None:  # (a complex input's: its real part, as the numerical one perturbs that)
+                    jacobians[key][:, m] = np.real(g._data.reshape(-1))
     return jacobians
+
+
+def _forward_jacobians(fn, inputs, targets):
+    """The Jacobians by forward-mode AD: one basis tangent per input element."""
+    from . import forward_ad
+
+    jacobians = {}
+    for i in targets:
+        for k in range(inputs[i].numel()):
+            tangent = inputs[i].new_zeros(inputs[i].shape).reshape(-1)
+            tangent[k] = 1.0
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[i] = forward_ad.make_dual(inputs[i].detach(), tangent.reshape(inputs[i].shape))
+                outputs = _differentiable(_as_tuple(fn(*args)))
+                for j, output in enumerate(outputs):
+                    column = forward_ad.unpack_dual(output).tangent
+                    jacobian = jacobians.setdefault((i, j), np.zeros((inputs[i].numel(), output.numel())))
+                    if column is not None:
+                        jacobian[k] = column._data.reshape(-1)
+    return jacobians
+
+
+def _as_tensor(array, like):
+    """A Jacobian as a tensor of the input's dtype, as torch prints it."""
+    from .. import tensor
+
+    return tensor(array, dtype=like.dtype)
+
+
+_NONDET_NOTE = (
+    "\n\nNOTE: If your op relies on non-deterministic operations i.e., it is listed here:\n"
+    "https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html\n"
+    "this failure might be expected.\n\n"
+    "If you are adding a new operator, please file an issue and then use one of the\n"
+    "workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.\n"
+    "If the test\n"
+    "- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck\n"
+    "  with `nondet_tol=<tol>` as a keyword argument.\n"
+    "- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test\n"
+    "  to have `gradcheck_nondet_tol=<tol>`.\n"
+    "- is a Module test (e.g., in common_nn.py), then modify the corresponding\n"
+    "  module_test entry to have `gradcheck_nondet_tol=<tol>`\n"
+)
+
+
+def _failure(message: str, raise_exception: bool) -> bool:
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
 
 
 def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
               check_grad_dtypes: bool = False, check_batched_grad: bool = False, fast_mode: bool = False,
-              **unused) -> bool:
+              check_forward_ad: bool = False, **unused) -> bool:
     """Check the gradients computed by autograd against finite differences (float64 inputs)."""
     inputs = _as_tuple(inputs)
     for x in inputs:
@@ -87,19 +137,46 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
             )
     numerical, outputs, targets = _numerical_jacobians(func, inputs, eps)
     if not targets:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
                          "have requires_grad=True.")
+    for j, output in enumerate(outputs):  # torch: an output that does not require grad must be constant
+        if not output.requires_grad and any(np.any(numerical[(i, j)] != 0) for i in targets):
+            return _failure("Numerical gradient for function expected to be zero", raise_exception)
     analytical = _analytical_jacobians(func, inputs, targets, len(outputs))
-    for key, expected in numerical.items():
-        actual = analytical.get(key, np.zeros_like(expected))
-        if not np.allclose(actual, expected.real if not np.iscomplexobj(actual) else expected, rtol=rtol,
-                           atol=atol, equal_nan=True):
-            message = (f"Jacobian mismatch for output {key[1]} with respect to input {key[0]},\n"
-                       f"numerical:{expected}\nanalytical:{actual}\n")
-            if raise_exception:
-                raise GradcheckError(message)
-            return False
+    again = _analytical_jacobians(func, inputs, targets, len(outputs))
+    for key, first in analytical.items():
+        if np.abs(first - again[key]).max(initial=0) > nondet_tol:
+            return _failure("Backward is not reentrant, i.e., running backward with same input and grad_output "
+                            "multiple times gives different values, although analytical gradient matches "
+                            f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}." + _NONDET_NOTE,
+                            raise_exception)
+    checks = [("Jacobian", analytical)]
+    if check_forward_ad:
+        checks.append(("Jacobian computed with forward mode", _forward_jacobians(func, inputs, targets)))
+    for what, jacobians in checks:
+        for key, expected in numerical.items():
+            actual = jacobians.get(key, np.zeros_like(expected))
+            if not np.allclose(actual, expected.real if not np.iscomplexobj(actual) else expected, rtol=rtol,
+                               atol=atol, equal_nan=True):
+                return _failure(f"{what} mismatch for output {key[1]} with respect to input {key[0]},\n"
+                                f"numerical:{_as_tensor(expected, inputs[key[0]])}\n"
+                                f"analytical:{_as_tensor(actual, inputs[key[0]])}\n",
+                                raise_exception)
+    if not _zero_grad_output_gives_zero(func, inputs, targets):
+        return _failure("backward not multiplied by grad_output", raise_exception)
     return True
+
+
+def _zero_grad_output_gives_zero(fn, inputs, targets) -> bool:
+    """torch's check that a backward scales with grad_output: zero grad_outputs must give zero gradients."""
+    from .functions import grad
+
+    outputs = [o for o in _differentiable(_as_tuple(fn(*inputs))) if o.requires_grad]
+    if not outputs:
+        return True
+    grads = grad(outputs, [inputs[i] for i in targets], [o.new_zeros(o.shape) for o in outputs],
+                 allow_unused=True)
+    return all(g is None or not bool((g.to_dense() if g.is_sparse else g).any()) for g in grads)
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,

@@ -16,7 +16,7 @@ import re
 import sys
 import traceback
 
-from .grad_mode import state
+from .grad_mode import no_grad, state
 
 _sequence = itertools.count()
 
@@ -156,7 +156,11 @@ class AccumulateGrad(Node):
         hooks = variable._post_accumulate_hooks
         if hooks:
             for hook in list(hooks.values()):
-                hook(variable)
+                result = hook(variable)
+                if result is not None:  # torch's messages: a non-tensor is checked first
+                    if not hasattr(result, "_data"):
+                        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return []
 
 
@@ -263,7 +267,8 @@ class SavedTensor:
         self.output_nr = tensor._output_nr
         self.grad_fn = None if is_output else tensor._grad_fn
         self.accumulator = tensor._grad_accumulator() if tensor._requires_grad and tensor._grad_fn is None else None
-        self.packed = pack_hook(tensor)
+        with no_grad():  # as torch, a pack hook runs without recording a graph
+            self.packed = pack_hook(tensor)
 
     def unpack(self, node):
         value = self.unpack_hook(self.packed)
@@ -392,6 +397,17 @@ class OpNode(Node):
             tensor._output_nr = nr
             tensor._requires_grad = True
         return tensor
+
+    def __getattr__(self, name: str):
+        """torch's saved-value accessors: `_saved_result`, and `_saved_self` / `_saved_other` for the first
+        two inputs of an op that saves its inputs."""
+        saves = self.op.saves
+        if name == "_saved_result" and saves & 2:
+            return self.result
+        index = {"_saved_self": 0, "_saved_other": 1}.get(name)
+        if index is not None and saves & 1 and index < len(self.input_meta):
+            return self.inputs[index]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     @property
     def num_outputs(self) -> int:

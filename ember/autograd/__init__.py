@@ -13,3 +13,10 @@ from .variable import Variable
 __all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "GradcheckError", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "Function", "InplaceFunction", "once_differentiable",
            "detect_anomaly", "set_detect_anomaly", "functional", "graph", "Variable", "forward_ad"]
+
+
+def _is_checkpoint_valid() -> bool:
+    """False while a backward runs for autograd.grad or backward(inputs=...) (torch's private helper)."""
+    from .._autograd import engine
+
+    return engine.checkpoint_valid

@@ -137,6 +137,13 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *args):
+        from .._autograd import engine
+
+        if not engine.checkpoint_valid:
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
+                "parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or call "
+                ".backward() without passing the `inputs` argument.")
         inputs = list(ctx.inputs)
         for i, index in enumerate(ctx.tensor_indices):
             inputs[index] = ctx.saved_tensors[i]
@@ -161,18 +168,34 @@ class CheckpointFunction(Function):
 # ---------------------------------------------------------------- non-reentrant
 
 
+_DEBUG_TIP = (
+    ".\n\nTip: To see a more detailed error message, either pass `debug=True` to\n"
+    "`torch.utils.checkpoint.checkpoint(...)` or wrap the code block\n"
+    "with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to\n"
+    "enable checkpoint‑debug mode globally.\n"
+)
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every tensor the forward saved is recomputed."""
+
+
+def _metadata(tensor) -> dict:
+    return {"shape": tensor.shape, "dtype": tensor.dtype, "device": tensor.device}
+
+
 class _Frame:
     """One checkpointed call: how to recompute it, and the tensors the recomputation saved (by pack order)."""
 
-    def __init__(self, recompute) -> None:
+    def __init__(self, recompute, check: bool) -> None:
         self.recompute = recompute
-        self.count = 0  # tensors packed in the forward
+        self.check = check
+        self.metadata: list = []  # of the tensors packed in the forward
         self.recomputed: dict = {}
 
     def pack(self, tensor):
-        index = self.count
-        self.count += 1
-        return index
+        self.metadata.append(_metadata(tensor))
+        return len(self.metadata) - 1
 
     def unpack(self, index):
         if index not in self.recomputed:
@@ -180,10 +203,14 @@ class _Frame:
         return self.recomputed.pop(index)
 
     def _run_recompute(self) -> None:
+        """Re-run the function until it has saved as many tensors as the forward (torch's early stop)."""
         collected = []
+        count = len(self.metadata)
 
         def pack(tensor):
             collected.append(tensor.detach())
+            if len(collected) == count:
+                raise _StopRecomputation
             return len(collected) - 1
 
         def unpack(index):
@@ -192,18 +219,30 @@ class _Frame:
                 "unpacked once or whose recomputation graph was freed"
             )
 
-        with saved_tensors_hooks(pack, unpack):
-            self.recompute()
-        if len(collected) != self.count:
+        try:
+            with saved_tensors_hooks(pack, unpack):
+                self.recompute()
+        except _StopRecomputation:
+            pass
+        if self.check and len(collected) != count:
             raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
-                f"recomputation.\nNumber of tensors saved during forward: {self.count}\n"
-                f"Number of tensors saved during recomputation: {len(collected)}"
+                f"recomputation.\nNumber of tensors saved during forward: {count}\n"
+                f"Number of tensors saved during recomputation: {len(collected)}" + _DEBUG_TIP
+            )
+        mismatches = [
+            f"tensor at position {i}:\nsaved metadata: {saved}\nrecomputed metadata: {_metadata(tensor)}\n"
+            for i, (saved, tensor) in enumerate(zip(self.metadata, collected)) if saved != _metadata(tensor)
+        ]
+        if self.check and mismatches:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have different metadata than "
+                "during the forward pass.\n" + "".join(mismatches) + _DEBUG_TIP
             )
         self.recomputed = dict(enumerate(collected))
 
 
-def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args, kwargs):
+def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args, kwargs, check=True):
     forward_context, recompute_context = context_fn()
     if not ember.is_grad_enabled():
         with forward_context:
@@ -223,7 +262,7 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, args
         ):
             function(*inputs, **saved_kwargs)
 
-    frame = _Frame(recompute)
+    frame = _Frame(recompute, check)
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         return function(*args, **kwargs)
 
@@ -269,7 +308,7 @@ def checkpoint(
         if context_fn is not noop_context_fn or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
         return CheckpointFunction.apply(function, preserve, *args)
-    return _checkpoint_without_reentrant(function, preserve, context_fn, args, kwargs)
+    return _checkpoint_without_reentrant(function, preserve, context_fn, args, kwargs, determinism_check == "default")
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):

@@ -103,7 +103,7 @@ def test_nondeterministic_recompute_raises():
 
     def f(a):
         calls.append(1)
-        return a.exp() if len(calls) == 1 else a.exp().exp()
+        return a.exp().exp() if len(calls) == 1 else a.exp()  # (torch's early stop ignores extra saves)
 
     x = ember.randn(3, requires_grad=True)
     out = checkpoint(f, x, use_reentrant=False)
