@@ -584,7 +584,8 @@ def _record(op, args, params, results):
         if isinstance(a, Tensor) and a._requires_grad:
             needs.append(True)
             input_meta.append((a._data.shape, a._dtype))
-            edges.append(a._edge())
+            grad_fn = a._grad_fn  # call() refreshed views already: Tensor._edge without its property reads
+            edges.append((grad_fn, a._output_nr) if grad_fn is not None else a._edge())
         else:
             needs.append(False)
             input_meta.append(None)

@@ -10,6 +10,7 @@ Leaves that require grad end in an `AccumulateGrad` node.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -312,14 +313,19 @@ class OpNode(Node):
         if saves & 1:
             self._saved = args
             reads = op.grad_reads
-            if reads is None:
-                _check_savable(args, None)
-                self._saved_versions = tuple(a._version if hasattr(a, "_storage") else None for a in args)
-            else:  # only the inputs a needed gradient reads are version-checked
-                needed = {i for j, flag in enumerate(needs_input_grad) if flag and j < len(reads) for i in reads[j]}
-                _check_savable(args, needed)
-                self._saved_versions = tuple(a._version if i in needed and hasattr(a, "_storage") else None
-                                             for i, a in enumerate(args))
+            # only the inputs a needed gradient reads are version-checked (all of them without grad_reads)
+            needed = None if reads is None else _needed_inputs(reads, needs_input_grad)
+            versions = []
+            for i, a in enumerate(args):
+                storage = getattr(a, "_storage", None)
+                if storage is None or (needed is not None and i not in needed):
+                    versions.append(None)
+                elif storage.inference:  # no version counter to check: torch refuses to save it
+                    raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+                else:  # Tensor._version, inlined (one call per saved operand of every recorded op)
+                    counter = a._counter
+                    versions.append(storage.version - storage.detached_writes if counter is None else counter.value)
+            self._saved_versions = tuple(versions)
             if hooks is not None:  # see SavedTensor; versions None marks the packed form
                 self._saved = tuple(SavedTensor(a, hooks) if hasattr(a, "_storage") else a for a in args)
                 self._saved_versions = None
@@ -463,12 +469,10 @@ INFERENCE_SAVE_MESSAGE = (
     "in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
-def _check_savable(args, needed) -> None:
-    """torch refuses to save an inference tensor for backward (it has no version counter to check)."""
-    for i, a in enumerate(args):
-        storage = getattr(a, "_storage", None)
-        if storage is not None and storage.inference and (needed is None or i in needed):
-            raise RuntimeError(INFERENCE_SAVE_MESSAGE)
+@functools.lru_cache(maxsize=256)
+def _needed_inputs(reads: tuple, needs_input_grad: tuple) -> frozenset:
+    """The operands that the needed gradients read (OpDef.grad_reads), per op and needs pattern."""
+    return frozenset(i for j, flag in enumerate(needs_input_grad) if flag and j < len(reads) for i in reads[j])
 
 
 def _saved_result_tensor(data, storage, counter, dtype, device):

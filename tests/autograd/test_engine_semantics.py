@@ -339,3 +339,18 @@ def test_inplace_version_counter(compare):
         return versions, x.grad
 
     compare(run)
+
+
+def test_inference_tensor_saved_for_backward_raises_only_where_a_gradient_reads_it(compare):
+    """torch refuses to save an inference tensor that a needed gradient reads (mul's other operand), and
+    accepts one no gradient formula saves (add) or reads."""
+
+    def run(lib):
+        with lib.inference_mode():
+            frozen = lib.ones(3, dtype=lib.float64)
+        weight = leaf(lib)
+        return [catch(lambda: (weight * frozen).sum().item()), catch(lambda: (frozen * weight).sum().item()),
+                catch(lambda: (weight.exp() * frozen).sum().item()), catch(lambda: (weight + frozen).sum().item()),
+                catch(lambda: lib.nn.functional.linear(weight, frozen.reshape(1, 3)).sum().item())]
+
+    compare(run)
