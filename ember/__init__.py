@@ -30,6 +30,9 @@ from ._dtype import (
     quint8,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
 from ._tensor import Size, Tensor

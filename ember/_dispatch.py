@@ -214,6 +214,15 @@ def note_recipe(tensor, fn, args: tuple, kwargs: dict) -> None:
         recipes[id(tensor)] = (tensor, fn, args, kwargs, False)
 
 
+# The ops that run on torch's shell dtypes uint16/32/64 (NOTE [ Shell dtypes ] in _dtype.py), besides views:
+# the kernels torch's CPU build has for them, and the movement ops beneath creation, casts and indexing.
+SHELL_OPS = frozenset({
+    "mul", "div", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "prod", "cumsum", "cumprod", "all",
+    "any", "where", "nan_to_num", "isnan", "isfinite", "floor", "ceil", "round", "trunc", "sort", "unique",
+    "unique_consecutive", "cat", "stack", "index", "clone", "_to_copy", "repeat", "roll", "diag_embed", "fill", "zero",
+})
+
+
 def host_read(what: str) -> None:
     """Library code is about to compute a result from tensor values on the host, outside an op (a quantized
     kernel, matrix_rank's count): under graph capture that result would be a constant, so it is a break."""
@@ -231,6 +240,7 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
         args = autocast(op, args)
     device = None
     needs_grad = False
+    shell = None
     for a in args:
         if isinstance(a, Tensor):
             if device is None:
@@ -241,8 +251,10 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
                 a._refresh_view()
             if a._requires_grad:
                 needs_grad = True
-            if a._dtype.category < 0:
-                return _call_quantized(op, args, params)
+            if a._dtype.restricted:  # quantized and shell dtypes: NOTE [ Shell dtypes ] in _dtype.py
+                if a._dtype.category < 0:
+                    return _call_quantized(op, args, params)
+                shell = a._dtype
             if type(a._data) is SparseCOOArray:
                 return sparse_dispatch(op, args, params)
     if device is None:
@@ -250,6 +262,9 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
     if TRACE:
         print(f"[ember dispatch] {op.name} {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
     compute, out_dtype = op.dtype_rule(args, params)
+    if shell is not None and (compute is None or compute.restricted) and op.name not in SHELL_OPS and not op.view:
+        # a shell dtype's kernel torch lacks (an op computing in float, as u16 + f32 does, runs)
+        raise NotImplementedError(f'"{op.name}_cpu" not implemented for \'{dt.SCALAR_NAMES[shell.name]}\'')
     if tracer is not None:
         tracer.drawing = "generator" in params  # a recorded random op's draw (see Generator._rng)
     if device.type == "meta":
@@ -294,7 +309,7 @@ def _write_in_place(op, args, params) -> bool:
         return False
     if forward_ad is not None:  # the tangent needs the general path (NOTE [ Forward AD ])
         return False
-    if target._dtype.category < 0:  # quantized: the general path raises (NOTE [ Quantized dtypes ] in _dtype.py)
+    if target._dtype.restricted:  # quantized or shell: the general path decides (NOTE [ Quantized dtypes ])
         return False
     out = target._data
     if type(out) is not np.ndarray or not out.flags.writeable:

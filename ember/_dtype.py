@@ -28,7 +28,8 @@ __all__ = [
 class dtype:
     """A tensor element type, named as in torch (``ember.float32``)."""
 
-    __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_complex", "is_signed", "category", "_rank")
+    __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_complex", "is_signed", "category", "_rank",
+                 "restricted")
 
     def __init__(self, name: str, np_dtype, category: int, rank: int) -> None:
         self.name = name
@@ -37,8 +38,10 @@ class dtype:
         self.category = category  # 0 bool, 1 integral, 2 floating, 3 complex, -1 quantized
         self.is_floating_point = category == 2
         self.is_complex = category == 3
-        self.is_signed = name not in ("bool", "uint8", "quint8")
+        self.is_signed = name not in ("bool", "uint8", "quint8", "uint16", "uint32", "uint64")
         self._rank = rank
+        # quantized and shell dtypes: dispatch runs only the ops that declare them (NOTE [ Shell dtypes ])
+        self.restricted = category < 0 or name in ("uint16", "uint32", "uint64")
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -67,7 +70,19 @@ complex64 = dtype("complex64", np.complex64, 3, 10)
 complex128 = dtype("complex128", np.complex128, 3, 11)
 
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-_BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES}
+
+# NOTE [ Shell dtypes ]
+# torch's uint16, uint32 and uint64 are "shell" dtypes: they exist, hold data, move (creation, from_numpy and
+# numpy(), casts, cat/stack, indexing, views, sort/unique, checkpoints, safetensors) and support a few kernels
+# (mul, true division, eq/ne, bitwise and/or/xor, sum/prod/cumsum to int64, all/any, where); every other op
+# raises NotImplementedError, and promotion with any other bool or integer dtype is refused.  Here they are
+# integral dtypes outside ALL_DTYPES (the op database and the promotion table's integer lattice never see them)
+# with `restricted` set: dispatch runs an op on them only when its name is in SHELL_OPS (ember/_dispatch.py).
+uint16 = dtype("uint16", np.uint16, 1, 12)
+uint32 = dtype("uint32", np.uint32, 1, 13)
+uint64 = dtype("uint64", np.uint64, 1, 14)
+SHELL_DTYPES = (uint16, uint32, uint64)
+_BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES + SHELL_DTYPES}
 
 # NOTE [ Quantized dtypes ]
 # torch's quantized element types hold an integer representation plus quantization parameters kept on the
@@ -81,7 +96,7 @@ qint8 = dtype("qint8", np.int8, -1, -1)
 quint8 = dtype("quint8", np.uint8, -1, -1)
 qint32 = dtype("qint32", np.int32, -1, -1)
 QUANTIZED_DTYPES = (qint8, quint8, qint32)
-_BY_NAME = {d.name: d for d in ALL_DTYPES + QUANTIZED_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + QUANTIZED_DTYPES + SHELL_DTYPES}
 
 # torch's aliases, exported from ember/__init__.py
 ALIASES = {
@@ -105,11 +120,13 @@ CPP_TYPE_NAMES = {
     "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
     "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
     "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+    "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long",
 }
 CONVERSION_TYPE_NAMES = {
     "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
     "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
     "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+    "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
 }
 
 
@@ -124,7 +141,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, "
+            "uint8, and bool."
         ) from None
 
 
@@ -152,6 +170,26 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 
 
 _PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+# a shell dtype promotes with itself and into floating and complex types, never with another bool or integer
+_PROMOTE.update({pair: _promote_pair(*pair) for s in SHELL_DTYPES for d in ALL_DTYPES + SHELL_DTYPES
+                 for pair in ((s, d), (d, s)) if d is s or d.category >= 2})
+
+# torch's ScalarType names (its messages and the legacy storage classes, `torch.FloatStorage`, use them)
+SCALAR_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+    "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "qint8": "QInt8", "quint8": "QUInt8", "qint32": "QInt32",
+    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+}
+
+
+def _promotion_error(type1: dtype, type2: dtype) -> RuntimeError:
+    if type1.category < 0 or type2.category < 0:  # NOTE [ Quantized dtypes ]
+        return RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out what the "
+                            f"correct rules should be, offending types: {type1.name} {type2.name}")
+    return RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                        f"{SCALAR_NAMES[type1.name]} and {SCALAR_NAMES[type2.name]}")
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
@@ -159,10 +197,7 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     try:
         return _PROMOTE[(type1, type2)]
     except KeyError:
-        if type1.category < 0 or type2.category < 0:  # NOTE [ Quantized dtypes ]
-            raise RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out what the "
-                               f"correct rules should be, offending types: {type1.name} {type2.name}") from None
-        raise
+        raise _promotion_error(type1, type2) from None
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
@@ -223,7 +258,7 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     if higher.is_floating_point:
         return higher
     if higher is bool_ or lower.is_floating_point:
-        return _PROMOTE[(higher, lower)]
+        return promote_types(higher, lower)
     return higher
 
 
@@ -233,7 +268,7 @@ def result_type_of(dim_types, zero_types, scalar_types) -> dtype:
     for group in (dim_types, zero_types, scalar_types):
         current = None
         for d in group:
-            current = d if current is None else _PROMOTE[(current, d)]
+            current = d if current is None else promote_types(current, d)
         results.append(current)
     out = _combine(results[0], _combine(results[1], results[2]))
     if out is None:
@@ -280,4 +315,4 @@ class iinfo:
         self.dtype = type.name
 
     def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:.6g}, max={self.max:.6g}, dtype={self.dtype})"  # torch prints %g

@@ -28,12 +28,7 @@ from ._device import device as Device
 
 __all__ = ["Tensor", "Size"]
 
-SCALAR_NAMES = {
-    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-    "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-    "qint8": "QInt8", "quint8": "QUInt8", "qint32": "QInt32",
-}
+SCALAR_NAMES = dt.SCALAR_NAMES
 
 
 class Size(tuple):

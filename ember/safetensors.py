@@ -40,6 +40,9 @@ _NAMES = {
     dt.int16: "I16",
     dt.int8: "I8",
     dt.uint8: "U8",
+    dt.uint16: "U16",
+    dt.uint32: "U32",
+    dt.uint64: "U64",
     dt.bool_: "BOOL",
     dt.complex64: "C64",
 }
@@ -47,7 +50,8 @@ _DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 # The Rust writer lays tensors out by this enum order, descending, then by name; we match it byte for byte.
 _LAYOUT_RANK = {
     name: rank
-    for rank, name in enumerate(["BOOL", "U8", "I8", "I16", "F16", "BF16", "I32", "F32", "C64", "F64", "I64"])
+    for rank, name in enumerate(["BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64",
+                                 "I64", "U64"])
 }
 _HEADER_LIMIT = 100 << 20  # the Rust reader's bound: a larger header is a corrupt or hostile file
 

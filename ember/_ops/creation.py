@@ -228,6 +228,12 @@ def _check_complex_to_real(flat: list, target: dt.dtype) -> None:
 def _checked_integers(flat: list, target: dt.dtype):
     """Python values -> int64 with torch's overflow errors for an integral target."""
     overflow = RuntimeError(f"value cannot be converted to type {target.name} without overflow")
+    if target is dt.uint64 and set(map(type, flat)) <= {int, bool}:  # Python's unsigned conversion, as torch's
+        if any(value < 0 for value in flat):
+            raise OverflowError("can't convert negative int to unsigned")
+        if any(value >= 2**64 for value in flat):
+            raise OverflowError("int too big to convert")
+        return np.array(flat, dtype=np.uint64)
     if set(map(type, flat)) <= {int, bool}:
         try:
             values = np.array(flat, dtype=np.int64)

@@ -51,6 +51,8 @@ class TorchGlobal:
 
 
 REBUILD_TENSOR_V2 = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+REBUILD_TENSOR_V3 = TorchGlobal("torch._utils", "_rebuild_tensor_v3")
+UNTYPED_STORAGE = TorchGlobal("torch.storage", "UntypedStorage")
 REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
 REBUILD_PARAMETER_WITH_STATE = TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
 REBUILD_META = TorchGlobal("torch._utils", "_rebuild_meta_tensor_no_storage")
@@ -63,7 +65,7 @@ REBUILD_SPARSE = TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
 REBUILD_QTENSOR = TorchGlobal("torch._utils", "_rebuild_qtensor")
 _SAVED_DTYPES = dt.ALL_DTYPES + dt.QUANTIZED_DTYPES
 STORAGE_TYPES = {dtype: TorchGlobal("torch", f"{SCALAR_NAMES[dtype.name]}Storage") for dtype in _SAVED_DTYPES}
-DTYPE_GLOBALS = {dtype: TorchGlobal("torch", dtype.name) for dtype in _SAVED_DTYPES}
+DTYPE_GLOBALS = {dtype: TorchGlobal("torch", dtype.name) for dtype in _SAVED_DTYPES + dt.SHELL_DTYPES}
 QSCHEME_GLOBALS = {scheme: TorchGlobal("torch", name) for name, scheme in _quantized._QSCHEMES.items()}
 
 
@@ -179,6 +181,8 @@ class TorchPickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is StorageRef:
+            if obj.dtype.restricted and obj.dtype.category >= 0:  # a shell dtype: torch's untyped storage, in bytes
+                return ("storage", UNTYPED_STORAGE, obj.key, obj.location, obj.raw.nbytes)
             return ("storage", STORAGE_TYPES[obj.dtype], obj.key, obj.location, obj.numel)
         return None
 
@@ -234,6 +238,11 @@ class TorchPickler(pickle._Pickler):
             tensor.requires_grad,
             collections.OrderedDict(),
         )
+        if tensor._dtype in dt.SHELL_DTYPES:  # no typed storage class: v3 names the dtype (NOTE [ Shell dtypes ])
+            args = args + (tensor._dtype,)
+            if state:
+                return REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V3, TORCH_TENSOR, args, state)
+            return REBUILD_TENSOR_V3, args
         if state:
             return REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V2, TORCH_TENSOR, args, state)
         return REBUILD_TENSOR_V2, args
@@ -283,6 +292,7 @@ class LoadedStorage:
         self.device = device
         self.numel = numel
         self.storage = Storage(array if array is not None else MetaArray((numel,), dtype.np_dtype))
+        self._retyped: dict = {}  # dtype -> this storage's bytes as that dtype (retyped)
 
     @classmethod
     def empty(cls, dtype: dt.dtype, numel: int, device) -> LoadedStorage:
@@ -313,6 +323,17 @@ class LoadedStorage:
 
     def size(self) -> int:
         return self.numel
+
+    def retyped(self, dtype: dt.dtype) -> LoadedStorage:
+        """This storage's bytes (an UntypedStorage's) as elements of `dtype`, one shared object per dtype so that
+        tensors rebuilt over it stay views of one array."""
+        cache = self._retyped
+        if dtype not in cache:
+            if self.numel % dtype.itemsize:
+                raise ValueError(f"a storage of {self.numel} bytes does not hold whole {dtype} elements")
+            array = None if self.array is None else self.array.view(dtype.np_dtype)
+            cache[dtype] = LoadedStorage(array, dtype, self.device, self.numel // dtype.itemsize)
+        return cache[dtype]
 
     def to(self, device) -> LoadedStorage:
         """This storage on `device` (itself when already there), for map_location."""
@@ -387,8 +408,12 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
+    """torch's form for dtypes without a typed storage class (uint16/32/64): the bytes of an UntypedStorage,
+    read as `dtype`."""
     if isinstance(storage, LoadedStorage) and dtype is not storage.dtype:
-        raise ValueError(f"ember cannot reinterpret a {storage.dtype} storage as {dtype}")
+        if storage.dtype is not dt.uint8 or not isinstance(dtype, dt.dtype):
+            raise ValueError(f"ember cannot reinterpret a {storage.dtype} storage as {dtype}")
+        storage = storage.retyped(dtype)
     return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks)
 
 
@@ -530,6 +555,8 @@ def _torch_allowed_globals() -> dict:
     for dtype in _SAVED_DTYPES:
         allowed[f"torch.{dtype.name}"] = dtype
         allowed[f"torch.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
+    for dtype in dt.SHELL_DTYPES:  # no storage class: only the dtype, for _rebuild_tensor_v3
+        allowed[f"torch.{dtype.name}"] = dtype
     for dtype in dt.ALL_DTYPES:  # legacy files from old torch name a CUDA tensor's storage torch.cuda.FloatStorage
         allowed[f"torch.cuda.{SCALAR_NAMES[dtype.name]}Storage"] = StorageType(dtype)
     for name, scheme in _quantized._QSCHEMES.items():

@@ -293,8 +293,26 @@ def test_torch_zip_with_old_protocol_names_and_paths(tmp_path):
 
 
 def test_a_dtype_ember_lacks_is_named():
-    with pytest.raises(pickle.UnpicklingError, match="torch.uint16"):
-        _via_ember({"t": torch.zeros(3, dtype=torch.uint16)})
+    with pytest.raises(pickle.UnpicklingError, match="torch.float8_e4m3fn"):
+        _via_ember({"t": torch.zeros(3, dtype=torch.float8_e4m3fn)})
+
+
+def test_unsigned_shell_dtypes_both_ways():
+    """uint16/32/64 have no typed storage class: torch writes _rebuild_tensor_v3 over an UntypedStorage's bytes;
+    views saved together stay views of one storage, in both directions."""
+    base = torch.tensor([[1, 65535], [3, 4]], dtype=torch.uint16)
+    state = {"a": base, "row": base[1], "b": torch.tensor([2**32 - 1], dtype=torch.uint32),
+             "c": torch.tensor([2**64 - 1, 5], dtype=torch.uint64)}
+    loaded = _via_ember(state)
+    assert {k: (v.dtype.name, v.tolist()) for k, v in loaded.items()} == {
+        k: (str(v.dtype).removeprefix("torch."), v.tolist()) for k, v in state.items()}
+    loaded["row"][0] = 7
+    assert loaded["a"].tolist() == [[1, 65535], [7, 4]]
+    back = _via_torch(loaded)
+    assert {k: (v.dtype, v.tolist()) for k, v in back.items()} == {
+        "a": (torch.uint16, [[1, 65535], [7, 4]]), "row": (torch.uint16, [7, 4]),
+        "b": (torch.uint32, [2**32 - 1]), "c": (torch.uint64, [2**64 - 1, 5])}
+    assert back["row"].untyped_storage().data_ptr() == back["a"].untyped_storage().data_ptr()
 
 
 def test_pickle_protocol_4_from_torch():

@@ -1325,8 +1325,6 @@ def test_numpy_subclasses(name):
     _assert_parity(NUMPY_SUBCLASS_CASES[name])
 
 
-@pytest.mark.xfail(strict=True, reason="ember has no uint16/uint32/uint64 dtypes (torch 2.13 has them, with "
-                   "limited op support), so NumPy arrays and scalars of those types cannot be converted")
 @pytest.mark.parametrize("np_dtype", [np.uint16, np.uint32, np.uint64])
 def test_collate_unsigned_numpy_arrays(np_dtype):
     _assert_parity(lambda lib: _data(lib).default_collate([np.array([1, 2], np_dtype)] * 2))
