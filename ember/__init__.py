@@ -33,6 +33,11 @@ from ._dtype import (
     uint16,
     uint32,
     uint64,
+    float8_e4m3fn,
+    float8_e5m2,
+    float8_e4m3fnuz,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
 )
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
 from ._tensor import Size, Tensor

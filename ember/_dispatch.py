@@ -216,11 +216,15 @@ def note_recipe(tensor, fn, args: tuple, kwargs: dict) -> None:
 
 # The ops that run on torch's shell dtypes uint16/32/64 (NOTE [ Shell dtypes ] in _dtype.py), besides views:
 # the kernels torch's CPU build has for them, and the movement ops beneath creation, casts and indexing.
-SHELL_OPS = frozenset({
-    "mul", "div", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "prod", "cumsum", "cumprod", "all",
-    "any", "where", "nan_to_num", "isnan", "isfinite", "floor", "ceil", "round", "trunc", "sort", "unique",
-    "unique_consecutive", "cat", "stack", "index", "clone", "_to_copy", "repeat", "roll", "diag_embed", "fill", "zero",
+_MOVEMENT_OPS = {"cat", "stack", "index", "clone", "_to_copy", "fill", "zero", "where", "eq", "ne", "isnan", "mul"}
+_UNSIGNED_OPS = frozenset(_MOVEMENT_OPS | {
+    "div", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "prod", "cumsum", "cumprod", "all", "any",
+    "nan_to_num", "isfinite", "floor", "ceil", "round", "trunc", "sort", "unique", "unique_consecutive", "repeat",
+    "roll", "diag_embed",
 })
+_FLOAT8_OPS = frozenset(_MOVEMENT_OPS | {"abs", "mm", "matmul", "bmm", "linear"})
+SHELL_OPS = {dtype: _UNSIGNED_OPS if dtype.category == 1 else _FLOAT8_OPS for dtype in dt.SHELL_DTYPES}
+SHELL_OPS[dt.float8_e8m0fnu] = frozenset(_MOVEMENT_OPS)  # a scale format: no abs, no matmul
 
 
 def host_read(what: str) -> None:
@@ -262,8 +266,8 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
     if TRACE:
         print(f"[ember dispatch] {op.name} {[_describe(a) for a in args]} {params or ''}", file=sys.stderr)
     compute, out_dtype = op.dtype_rule(args, params)
-    if shell is not None and (compute is None or compute.restricted) and op.name not in SHELL_OPS and not op.view:
-        # a shell dtype's kernel torch lacks (an op computing in float, as u16 + f32 does, runs)
+    if shell is not None and (compute is None or compute.restricted) and not op.view and \
+            op.name not in SHELL_OPS[shell]:  # a kernel torch lacks (one computing in float32, as u16 + f32, runs)
         raise NotImplementedError(f'"{op.name}_cpu" not implemented for \'{dt.SCALAR_NAMES[shell.name]}\'')
     if tracer is not None:
         tracer.drawing = "generator" in params  # a recorded random op's draw (see Generator._rng)

@@ -10,6 +10,7 @@ operand only changes the result when it belongs to a higher *category*
 from __future__ import annotations
 
 import builtins
+import math
 
 import ml_dtypes
 import numpy as np
@@ -31,17 +32,17 @@ class dtype:
     __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_complex", "is_signed", "category", "_rank",
                  "restricted")
 
-    def __init__(self, name: str, np_dtype, category: int, rank: int) -> None:
+    def __init__(self, name: str, np_dtype, category: int, rank: int, restricted: bool = False) -> None:
         self.name = name
         self.np_dtype = np.dtype(np_dtype)
         self.itemsize = self.np_dtype.itemsize
         self.category = category  # 0 bool, 1 integral, 2 floating, 3 complex, -1 quantized
         self.is_floating_point = category == 2
         self.is_complex = category == 3
-        self.is_signed = name not in ("bool", "uint8", "quint8", "uint16", "uint32", "uint64")
+        self.is_signed = name not in ("bool", "uint8", "quint8", "uint16", "uint32", "uint64", "float8_e8m0fnu")
         self._rank = rank
         # quantized and shell dtypes: dispatch runs only the ops that declare them (NOTE [ Shell dtypes ])
-        self.restricted = category < 0 or name in ("uint16", "uint32", "uint64")
+        self.restricted = category < 0 or restricted
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -72,16 +73,25 @@ complex128 = dtype("complex128", np.complex128, 3, 11)
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 
 # NOTE [ Shell dtypes ]
-# torch's uint16, uint32 and uint64 are "shell" dtypes: they exist, hold data, move (creation, from_numpy and
-# numpy(), casts, cat/stack, indexing, views, sort/unique, checkpoints, safetensors) and support a few kernels
-# (mul, true division, eq/ne, bitwise and/or/xor, sum/prod/cumsum to int64, all/any, where); every other op
-# raises NotImplementedError, and promotion with any other bool or integer dtype is refused.  Here they are
-# integral dtypes outside ALL_DTYPES (the op database and the promotion table's integer lattice never see them)
-# with `restricted` set: dispatch runs an op on them only when its name is in SHELL_OPS (ember/_dispatch.py).
-uint16 = dtype("uint16", np.uint16, 1, 12)
-uint32 = dtype("uint32", np.uint32, 1, 13)
-uint64 = dtype("uint64", np.uint64, 1, 14)
-SHELL_DTYPES = (uint16, uint32, uint64)
+# torch's uint16, uint32 and uint64 and its float8 types are "shell" dtypes: they exist, hold data, move
+# (creation, casts, cat/stack, indexing, views, checkpoints, safetensors) and have a few kernels -- the unsigned
+# types mul, true division, eq/ne, bitwise and/or/xor, sum/prod/cumsum to int64, all/any, where, sort/unique;
+# float8 mul, abs, eq/ne, where and matmul -- every other op raises NotImplementedError.  Promotion is refused
+# between an unsigned shell type and any other bool or integer type, and between a float8 type and any other.
+# Here they sit outside ALL_DTYPES (the op database and the promotion lattice never see them), with `restricted`
+# set: dispatch runs an op on them only when its name is in their SHELL_OPS entry (ember/_dispatch.py).  float8
+# values come from ml_dtypes; conversions into them follow torch's CPU kernel (`to_float8`).
+uint16 = dtype("uint16", np.uint16, 1, 12, restricted=True)
+uint32 = dtype("uint32", np.uint32, 1, 13, restricted=True)
+uint64 = dtype("uint64", np.uint64, 1, 14, restricted=True)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 2, 15, restricted=True)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, 2, 16, restricted=True)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2, 17, restricted=True)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 2, 18, restricted=True)
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 2, 19, restricted=True)
+UNSIGNED_SHELL_DTYPES = (uint16, uint32, uint64)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+SHELL_DTYPES = UNSIGNED_SHELL_DTYPES + FLOAT8_DTYPES
 _BY_NUMPY = {d.np_dtype: d for d in ALL_DTYPES + SHELL_DTYPES}
 
 # NOTE [ Quantized dtypes ]
@@ -121,12 +131,16 @@ CPP_TYPE_NAMES = {
     "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
     "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
     "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long",
+    "float8_e4m3fn": "c10::Float8_e4m3fn", "float8_e5m2": "c10::Float8_e5m2", "float8_e4m3fnuz": "c10::Float8_e4m3fnuz",
+    "float8_e5m2fnuz": "c10::Float8_e5m2fnuz", "float8_e8m0fnu": "c10::Float8_e8m0fnu",
 }
 CONVERSION_TYPE_NAMES = {
     "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
     "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
     "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
     "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float8_e4m3fn": "c10::Float8_e4m3fn", "float8_e5m2": "c10::Float8_e5m2", "float8_e4m3fnuz": "c10::Float8_e4m3fnuz",
+    "float8_e5m2fnuz": "c10::Float8_e5m2fnuz", "float8_e8m0fnu": "c10::Float8_e8m0fnu",
 }
 
 
@@ -170,9 +184,10 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 
 
 _PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
-# a shell dtype promotes with itself and into floating and complex types, never with another bool or integer
-_PROMOTE.update({pair: _promote_pair(*pair) for s in SHELL_DTYPES for d in ALL_DTYPES + SHELL_DTYPES
-                 for pair in ((s, d), (d, s)) if d is s or d.category >= 2})
+# an unsigned shell dtype promotes with itself and into floating and complex types, a float8 type only with itself
+_PROMOTE.update({pair: _promote_pair(*pair) for s in UNSIGNED_SHELL_DTYPES for d in ALL_DTYPES + SHELL_DTYPES
+                 for pair in ((s, d), (d, s)) if d is s or (d.category >= 2 and d not in FLOAT8_DTYPES)})
+_PROMOTE.update({(s, s): s for s in FLOAT8_DTYPES})
 
 # torch's ScalarType names (its messages and the legacy storage classes, `torch.FloatStorage`, use them)
 SCALAR_NAMES = {
@@ -181,6 +196,8 @@ SCALAR_NAMES = {
     "complex64": "ComplexFloat", "complex128": "ComplexDouble",
     "qint8": "QInt8", "quint8": "QUInt8", "qint32": "QInt32",
     "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+    "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2", "float8_e4m3fnuz": "Float8_e4m3fnuz",
+    "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu",
 }
 
 
@@ -188,8 +205,27 @@ def _promotion_error(type1: dtype, type2: dtype) -> RuntimeError:
     if type1.category < 0 or type2.category < 0:  # NOTE [ Quantized dtypes ]
         return RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out what the "
                             f"correct rules should be, offending types: {type1.name} {type2.name}")
-    return RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+    kinds = "Float8 Types" if type1 in FLOAT8_DTYPES or type2 in FLOAT8_DTYPES else "uint16, uint32, uint64 types"
+    return RuntimeError(f"Promotion for {kinds} is not supported, attempted to promote "
                         f"{SCALAR_NAMES[type1.name]} and {SCALAR_NAMES[type2.name]}")
+
+
+def to_float8(xp, array, target: dtype):
+    """`array` (real) as the float8 type `target`, as torch's CPU conversion makes it: through float32 (c10's
+    float8 types are built from a float), e4m3fn saturating to +-448 (infinities too), e5m2's NaN as 0x7f
+    (sign kept), e8m0fnu from the magnitude with 0 -> 2**-127.  ml_dtypes rounds to nearest even otherwise
+    alike, but gives e4m3fn NaN on overflow, e5m2 NaN 0x7e and e8m0fnu NaN for negatives and zero."""
+    values = array.astype(np.float32)
+    if target is float8_e4m3fn:
+        values = xp.clip(values, -448.0, 448.0)  # NaN stays NaN
+    elif target is float8_e8m0fnu:
+        values = xp.abs(values)
+        values = xp.where(values == 0, np.float32(2.0**-127), values)
+    out = values.astype(target.np_dtype)
+    if target is float8_e5m2:
+        bits = out.view(np.uint8)
+        bits[xp.isnan(values)] |= 1
+    return out
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
@@ -288,16 +324,18 @@ class finfo:
         info = ml_dtypes.finfo(type.to_real().np_dtype)
         self.dtype = type.to_real().name
         self.bits = info.bits
-        self.eps = float(info.eps)
+        # c10's numeric_limits<Float8_e5m2fnuz>::epsilon() is 2**-3 (the next value after 1 is 1.25)
+        self.eps = 0.125 if type is float8_e5m2fnuz else float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = float(info.smallest_normal)
-        self.resolution = float(f"1e-{info.precision}")  # torch reports the decimal resolution exactly
+        # 10 ** -digits10, as torch's (ml_dtypes' `precision` is one more for the float8 types)
+        self.resolution = float(f"1e-{math.floor(info.nmant * math.log10(2))}")
 
     def __repr__(self) -> str:
         return (
-            f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, eps={self.eps:.6g}, "
+            f"finfo(resolution={self.resolution:.6g}, min={self.min:.6g}, max={self.max:.6g}, eps={self.eps:.6g}, "
             f"smallest_normal={self.smallest_normal:.6g}, tiny={self.tiny:.6g}, dtype={self.dtype})"
         )
 

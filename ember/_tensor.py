@@ -783,6 +783,8 @@ class Tensor:
             if what == "tolist":
                 raise RuntimeError("load_scalar: invalid type")
             raise TypeError(f"Got unsupported ScalarType {SCALAR_NAMES[self._dtype.name]}")
+        if what == "numpy" and self._dtype in dt.FLOAT8_DTYPES:  # torch has no NumPy type for them
+            raise TypeError(f"Got unsupported ScalarType {SCALAR_NAMES[self._dtype.name]}")
 
     def __bool__(self) -> bool:
         if self._data.size != 1:

@@ -43,6 +43,9 @@ _NAMES = {
     dt.uint16: "U16",
     dt.uint32: "U32",
     dt.uint64: "U64",
+    dt.float8_e4m3fn: "F8_E4M3",
+    dt.float8_e5m2: "F8_E5M2",
+    dt.float8_e8m0fnu: "F8_E8M0",
     dt.bool_: "BOOL",
     dt.complex64: "C64",
 }
@@ -50,8 +53,8 @@ _DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 # The Rust writer lays tensors out by this enum order, descending, then by name; we match it byte for byte.
 _LAYOUT_RANK = {
     name: rank
-    for rank, name in enumerate(["BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64",
-                                 "I64", "U64"])
+    for rank, name in enumerate(["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16",
+                                 "I32", "U32", "F32", "C64", "F64", "I64", "U64"])
 }
 _HEADER_LIMIT = 100 << 20  # the Rust reader's bound: a larger header is a corrupt or hostile file
 

@@ -86,7 +86,9 @@ EMBER_RUNS = {"setitem_tensor", "setitem_mask", "index_select"}
 
 def _plain(value):
     if isinstance(value, (torch.Tensor, ember.Tensor)):
-        return ("tensor", str(value.dtype).split(".")[-1], value.tolist())
+        return ("tensor", str(value.dtype).split(".")[-1], _plain(value.tolist()))
+    if isinstance(value, float) and value != value:
+        return "nan"
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, (torch.dtype, ember.dtype)):
@@ -165,3 +167,114 @@ def test_safetensors_bytes_equal_torchs(tmp_path):
     assert (tmp_path / "e").read_bytes() == (tmp_path / "t").read_bytes()
     loaded = load_file(tmp_path / "t")
     assert {k: (v.dtype.name, v.tolist()) for k, v in loaded.items()} == {k: (dtypes[k], v) for k, v in tensors.items()}
+
+
+# ---------------------------------------------------------------- float8
+
+FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+def _float8_cases(lib, name):
+    d = getattr(lib, name)
+    other = lib.float8_e5m2 if name != "float8_e5m2" else lib.float8_e4m3fn
+    x = lib.tensor([1.0, 2.0, 4.0] if name == "float8_e8m0fnu" else [1.0, 2.5, -3.0]).to(d)
+    y = x.clone()
+    m = lib.tensor([True, False, True])
+
+    def setitem(target, key, value):
+        target = target.clone()
+        target[key] = value
+        return target
+
+    return {
+        "mul": lambda: x * y, "abs": lambda: x.abs(), "eq": lambda: x == y, "ne": lambda: x != y,
+        "isnan": lambda: x.isnan(), "where": lambda: lib.where(m, x, y), "cat": lambda: lib.cat([x, y]),
+        "stack": lambda: lib.stack([x, y]), "getitem": lambda: x[[0, 2]], "slice": lambda: x[1:],
+        "setitem": lambda: setitem(x, 0, 1.0), "fill": lambda: x.clone().fill_(2), "zeros": lambda: lib.zeros(2, dtype=d),
+        "ones": lambda: lib.ones(2, dtype=d), "full_saturating": lambda: lib.full((2,), 1000.0, dtype=d).float(),
+        "copy_": lambda: lib.empty(3, dtype=d).copy_(lib.tensor([1000.0, -0.3, 7.0])).float(),
+        "matmul": lambda: x.reshape(3, 1) @ y.reshape(1, 3), "linear": lambda: lib.nn.functional.linear(
+            x.reshape(1, 3), y.reshape(1, 3)), "mm": lambda: lib.mm(x.reshape(1, 3), y.reshape(3, 1)),
+        "float": lambda: x.float(), "bfloat16": lambda: x.to(lib.bfloat16), "int": lambda: x.to(lib.int32),
+        "to_other": lambda: x.to(other), "view_uint8": lambda: x.view(lib.uint8), "reshape": lambda: x.reshape(3, 1),
+        "tolist": lambda: x.tolist(), "item": lambda: x[1].item(), "repr": lambda: repr(x).replace(lib.__name__, "T"),
+        "is_floating_point": lambda: x.is_floating_point(), "finfo": lambda: repr(lib.finfo(d)),
+        "grad": lambda: x.clone().requires_grad_().float().sum().backward(),
+        "numpy": lambda: x.numpy(),
+        # kernels torch lacks
+        "add": lambda: x + y, "sub": lambda: x - y, "div": lambda: x / y, "neg": lambda: -x, "lt": lambda: x < y,
+        "sum": lambda: x.sum(), "max": lambda: x.max(), "exp": lambda: x.exp(), "sqrt": lambda: x.sqrt(),
+        "sort": lambda: x.sort(), "relu": lambda: lib.relu(x), "clamp": lambda: x.clamp(0, 1), "pow": lambda: x**2,
+        "unique": lambda: x.unique(), "mean": lambda: x.mean(),
+        # promotion with any other dtype
+        "add_float32": lambda: x + lib.ones(3), "mul_bfloat16": lambda: x * lib.ones(3, dtype=lib.bfloat16),
+        "mul_other_float8": lambda: x * lib.ones(3).to(other),
+        "promote_types": lambda: lib.promote_types(d, lib.float32), "promote_self": lambda: lib.promote_types(d, d),
+    }
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+@pytest.mark.parametrize("case", sorted(_float8_cases(torch, "float8_e4m3fn")))
+def test_float8_parity(case, name):
+    expected = _outcome(_float8_cases(torch, name)[case])
+    actual = _outcome(_float8_cases(ember, name)[case])
+    if expected[0] == "NotImplementedError":
+        assert actual[0] == "NotImplementedError"
+        return
+    assert actual == expected
+
+
+def _conversion_inputs():
+    rng = np.random.default_rng(0)
+    scaled = rng.standard_normal(20000) * 10.0 ** rng.integers(-8, 5, 20000)
+    special = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 448, 464, 480, 57344, 61440, 65536, 2**-9, 2**-17, -1e6]
+    return np.concatenate([scaled, special])
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+@pytest.mark.parametrize("source", ["float64", "float32", "float16", "bfloat16", "int64"])
+def test_float8_conversion_bits_equal_torchs(name, source):
+    """Rounding, saturation (e4m3fn), NaN encodings (e5m2) and e8m0fnu's magnitudes, bit for bit."""
+    values = _conversion_inputs()
+    if source == "int64":
+        values = np.nan_to_num(values, posinf=0, neginf=0).clip(-(2**40), 2**40).astype(np.int64)
+    if source == "bfloat16":  # torch's float -> bfloat16 makes every NaN 0x7fc0; ember keeps a NaN's sign there
+        values = np.where(np.isnan(values), np.nan, values)
+    expected = torch.from_numpy(values).to(getattr(torch, source)).to(getattr(torch, name)).view(torch.uint8)
+    actual = ember.from_numpy(values).to(getattr(ember, source)).to(getattr(ember, name)).view(ember.uint8)
+    assert np.array_equal(actual.numpy(), expected.numpy())
+    back = ember.from_numpy(np.arange(256, dtype=np.uint8)).view(getattr(ember, name)).float().numpy()
+    reference = torch.from_numpy(np.arange(256, dtype=np.uint8)).view(getattr(torch, name)).float().numpy()
+    assert np.array_equal(back, reference, equal_nan=True)
+
+
+def test_float8_checkpoints_and_safetensors_both_ways(tmp_path):
+    import io
+
+    from safetensors.torch import load_file as torch_load_file
+    from safetensors.torch import save_file as torch_save_file
+
+    from ember.safetensors import load_file, save_file
+
+    values = [1.0, -2.5, 448.0, 0.015625]
+    state = {name: torch.tensor(values).abs().to(getattr(torch, name)) for name in FLOAT8}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    loaded = ember.load(buffer)
+    assert {k: (v.dtype.name, _plain(v.float())) for k, v in loaded.items()} == {
+        k: (k, _plain(v.float())) for k, v in state.items()}
+    buffer = io.BytesIO()
+    ember.save(loaded, buffer)
+    buffer.seek(0)
+    assert all(torch.equal(v.view(torch.uint8), state[k].view(torch.uint8))
+               for k, v in torch.load(buffer, weights_only=True).items())
+    stored = {k: v for k, v in state.items() if k in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")}
+    stored["i8"] = torch.ones(2, dtype=torch.int8)
+    stored["i16"] = torch.ones(2, dtype=torch.int16)
+    torch_save_file(stored, tmp_path / "t")
+    ours = load_file(tmp_path / "t")
+    save_file(ours, tmp_path / "e")
+    assert (tmp_path / "e").read_bytes() == (tmp_path / "t").read_bytes()
+    assert all(torch.equal(v.view(torch.uint8), stored[k].view(torch.uint8))
+               for k, v in torch_load_file(tmp_path / "e").items())

@@ -17,6 +17,8 @@ from ._shapes import copy_preserving_format
 
 
 def _cast_impl(xp, a, dtype):
+    if dtype in dt.FLOAT8_DTYPES and a.dtype != dtype.np_dtype:
+        return dt.to_float8(xp, a, dtype)  # torch's rounding and saturation; astype keeps the layout (order "K")
     return copy_preserving_format(xp, a, dtype.np_dtype)  # NOTE [ preserve_format ] in _shapes.py
 
 

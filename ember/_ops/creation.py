@@ -267,6 +267,8 @@ def _array_from_python(data, dtype: dt.dtype | None):
         array = np.array([bool(v) for v in flat], dtype=np.bool_)
     elif target.category == 1:
         array = _checked_integers(flat, target).astype(target.np_dtype)
+    elif target in dt.FLOAT8_DTYPES:
+        array = dt.to_float8(np, np.array(flat, dtype=np.float64), target)
     else:
         working = np.complex128 if target.is_complex else np.float64
         array = np.array(flat, dtype=working).astype(target.np_dtype)
@@ -379,6 +381,11 @@ def cast_fill_value(value, dtype: dt.dtype):
         if not lowest <= value <= info.max:
             raise overflow
         return value % (info.max + 1) if not dtype.is_signed else int(value)
+    if dtype in dt.FLOAT8_DTYPES:  # range-checked, then the float8 value torch's conversion makes
+        value = value.real if isinstance(value, complex) else value
+        if math.isfinite(value) and abs(value) > dt.finfo(dtype).max:
+            raise overflow
+        return float(dt.to_float8(np, np.array([value]), dtype)[0])
     if dtype in (dt.float32, dt.complex64):
         limit = float(np.finfo(np.float32).max)
         for part in (value.real, value.imag) if isinstance(value, complex) else (value,):

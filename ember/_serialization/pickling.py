@@ -367,7 +367,13 @@ class LoadedStorage:
         overlapping = any(s == 0 and n > 1 for n, s in zip(size, stride))
         strides = tuple(s * itemsize for s in stride)
         if self.device.type == "cpu":
-            view = np.lib.stride_tricks.as_strided(self.array[offset:], size, strides, writeable=not overlapping)
+            base = self.array[offset:]
+            if base.dtype.type.__module__ == "ml_dtypes":  # float8, bfloat16: as_strided can't rebuild such
+                carrier = np.dtype(f"u{itemsize}")  # a dtype from its typestr ('<f1'): stride a same-size integer
+                view = np.lib.stride_tricks.as_strided(base.view(carrier), size, strides, writeable=not overlapping)
+                view = view.view(base.dtype)
+            else:
+                view = np.lib.stride_tricks.as_strided(base, size, strides, writeable=not overlapping)
         else:
             xp = _device_module(self.device)
             view = xp.lib.stride_tricks.as_strided(self.array[offset:], size, strides)

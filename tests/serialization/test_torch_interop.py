@@ -293,8 +293,8 @@ def test_torch_zip_with_old_protocol_names_and_paths(tmp_path):
 
 
 def test_a_dtype_ember_lacks_is_named():
-    with pytest.raises(pickle.UnpicklingError, match="torch.float8_e4m3fn"):
-        _via_ember({"t": torch.zeros(3, dtype=torch.float8_e4m3fn)})
+    with pytest.raises(pickle.UnpicklingError, match="torch.complex32"):
+        _via_ember({"t": torch.zeros(3, dtype=torch.complex32)})
 
 
 def test_unsigned_shell_dtypes_both_ways():
