@@ -271,7 +271,7 @@ def _c2c(name, input, n, dim, norm, forward, out):
     if x._dtype.is_complex:
         return _finish(name, fft_c2c(x, (dim,), mode, forward), out, True)
     result = fft_r2c(x, (dim,), mode, False)
-    return _finish(name, result if forward else result.conj(), out, True)
+    return _finish(name, result if forward else _conj_exact(result, out), out, True)
 
 
 def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None) -> Tensor:
@@ -294,7 +294,14 @@ def _r2c(name, input, n, dim, norm, forward, out):
     _check_n(n)
     x = _resize(x, dim, n)
     result = fft_r2c(x, (dim,), _norm_mode(norm, forward), True)
-    return _finish(name, result if forward else result.conj(), out, True)
+    return _finish(name, result if forward else _conj_exact(result, out), out, True)
+
+
+def _conj_exact(result: Tensor, out) -> Tensor:
+    """The conjugate torch's 1-D inverse of a real input writes with conj_physical's out=, which does not cast."""
+    if out is not None and isinstance(out, Tensor) and out._dtype.is_complex and out._dtype is not result._dtype:
+        raise RuntimeError(f"Found dtype {_scalar_name(out.dtype)} but expected {_scalar_name(result.dtype)}")
+    return result.conj()
 
 
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None) -> Tensor:
@@ -362,8 +369,9 @@ def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=N
 
 def _rfftn(name, input, s, dim, norm, out):
     if isinstance(input, Tensor) and input._dtype.is_complex:
-        raise RuntimeError(f"{name} expects a real-valued input tensor, but got {_scalar_name(input.dtype)}")
+        raise RuntimeError(f"{_nd(name)} expects a real-valued input tensor, but got {_scalar_name(input.dtype)}")
     x = _promote(input, name)
+    name = _nd(name)
     sizes, dims = _shape_and_dims(x, s, dim)
     if not sizes:
         raise RuntimeError(f"{name} must transform at least one axis")
@@ -381,8 +389,14 @@ def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=N
     return _rfftn("rfft2", input, s, dim, norm, out)
 
 
+def _nd(name: str) -> str:
+    """torch's 2-D transforms are its n-D ones: their messages name rfftn, not rfft2."""
+    return name.replace("2", "n")
+
+
 def _irfftn(name, input, s, dim, norm, out):
     x = _promote(input, name, require_complex=True)
+    name = _nd(name)
     sizes, dims, last_size = _c2r_shape_and_dims(name, x, s, dim)
     x = _resize_all(x, dims, sizes)
     return _finish(name, fft_c2r(x, dims, _norm_mode(norm, False), last_size), out, False)
@@ -401,6 +415,7 @@ def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=
 def _hfftn(name, input, s, dim, norm, out):
     """torch's fft_hfftn_impl: a forward c2c over all but the last dim, then conj and a c2r over the last."""
     x = _promote(input, name, require_complex=True)
+    name = _nd(name)
     sizes, dims, last_size = _c2r_shape_and_dims(name, x, s, dim)
     x = _resize_all(x, dims, sizes)
     mode = _norm_mode(norm, True)
@@ -425,6 +440,7 @@ def _ihfftn(name, input, s, dim, norm, out):
     if isinstance(input, Tensor) and input._dtype.is_complex:
         raise RuntimeError(f"Only supports floating-point dtypes, but found: {_scalar_name(input.dtype)}")
     x = _promote(input, name)
+    name = _nd(name)
     sizes, dims = _shape_and_dims(x, s, dim)
     if not sizes:
         raise RuntimeError(f"{name} must transform at least one axis")
@@ -455,6 +471,8 @@ def _frequencies(name: str, n: int, values: np.ndarray, d: float, dtype, device,
     dtype = dtype if dtype is not None else (out.dtype if out is not None else dt.get_default_dtype())
     if dtype.category < 2:
         raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    if dtype.is_complex:  # torch builds the frequencies with arange, which has no complex kernel
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_scalar_name(dtype)}'")
     # torch: arange(n) (first half, then negative) times 1 / (n * d), in the result dtype
     with np.errstate(divide="ignore", invalid="ignore"):  # n = 0: torch's 1 / 0 = inf, and 0 * inf = nan
         scale = (np.float64(1.0) / np.float64(n * d)).astype(dtype.np_dtype)
@@ -466,6 +484,8 @@ def _frequencies(name: str, n: int, values: np.ndarray, d: float, dtype, device,
 def fftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """The sample frequencies of an n-point fft with sample spacing d: [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     values = np.concatenate([np.arange((n - 1) // 2 + 1), np.arange(-(n // 2), 0)]) if n > 0 else np.zeros(0)
     return _frequencies("fftfreq", n, values, d, dtype, device, requires_grad, out)
 
@@ -473,7 +493,8 @@ def fftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device
 def rfftfreq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """The sample frequencies of an n-point rfft: [0, 1, ..., n // 2] / (d n)."""
-    return _frequencies("rfftfreq", n, np.arange(n // 2 + 1), d, dtype, device, requires_grad, out)
+    half = int(n / 2) if abs(n) < 2**52 else n // 2  # C++'s truncating division: rfftfreq(-1) has one entry
+    return _frequencies("rfftfreq", n, np.arange(half + 1), d, dtype, device, requires_grad, out)
 
 
 def _shift(input: Tensor, dim, inverse: bool) -> Tensor:
@@ -483,8 +504,8 @@ def _shift(input: Tensor, dim, inverse: bool) -> Tensor:
         dims = list(range(input.ndim))
     else:
         dims = [_wrap(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
-    if not dims:
-        return input.clone()
+    if not dims:  # torch's roll with no shifts (a 0-d input, or dim=())
+        raise RuntimeError("`shifts` required")
     shifts = [(input.shape[d] + 1) // 2 if inverse else input.shape[d] // 2 for d in dims]
     return roll(input, shifts, dims)
 

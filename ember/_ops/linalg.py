@@ -590,6 +590,11 @@ def multi_dot(tensors, *, out=None) -> Tensor:
         result = result.squeeze(0)
     if last.ndim == 1:
         result = result.squeeze(-1)
+    if out is not None and out._dtype is not result._dtype:  # torch's multi_dot does not cast into out
+        from .. import _dtype as dtypes
+
+        raise RuntimeError(f"multi_dot(): expected out tensor to have dtype {dtypes.CPP_TYPE_NAMES[result._dtype.name]}"
+                           f" but got {dtypes.CPP_TYPE_NAMES[out._dtype.name]}")
     return finish_out(result, out)
 
 

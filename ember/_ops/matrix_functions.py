@@ -17,7 +17,7 @@ from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
 from ..return_types import _make
 from ._api import export, finish_out
-from .decompositions import LinAlgError, _conj
+from .decompositions import _conj
 
 # Padé [13/13] coefficients and the 1-norm below which it is accurate to double precision (Higham 2005)
 _PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
@@ -247,18 +247,19 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, o
     _check_lu("torch.lu_factor", A, pivot)
     lu, pivots, info = call(_LU, (A,))
     if check_errors:
-        _raise_singular(info)
+        _raise_singular(info, "torch.linalg.lu_factor_ex")
     return finish_out(return_types.linalg_lu_factor_ex(lu, pivots, info), out)
 
 
-def _raise_singular(info: Tensor) -> None:
+def _raise_singular(info: Tensor, name: str = "torch.linalg.lu_factor") -> None:
+    """torch's error for a zero pivot: a plain RuntimeError (not LinAlgError) for lu_factor(_ex), as torch's."""
     if info.device.type == "meta":
         return
     flat = info.reshape(-1).tolist()
     for index, value in enumerate(flat):
         if value > 0:
             prefix = f"(Batch element {index}): " if info.ndim else ""
-            raise LinAlgError(f"torch.linalg.lu_factor: {prefix}U[{value},{value}] is zero and using it on lu_solve "
+            raise RuntimeError(f"{name}: {prefix}U[{value},{value}] is zero and using it on lu_solve "
                               "would result in a division by zero. If you still want to perform the factorization, "
                               "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 

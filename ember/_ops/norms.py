@@ -12,7 +12,7 @@ from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export, finish_out
 from ._shapes import normalize_dims
-from .decompositions import _conj, _real_of, check_matrix
+from .decompositions import _conj, _real_of, check_matrix, finish_out_exact
 
 INF = math.inf
 
@@ -80,9 +80,15 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if x._dtype.category < 2:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{SCALAR_NAMES[x._dtype.name]}")
+    if isinstance(ord, str):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
+                        f"{type(ord).__name__}")
     if dtype is not None:
         if dtype.category < 2:
             raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
+                               f"{SCALAR_NAMES[dtype.name]}")
+        if x._dtype.is_complex and not dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got "
                                f"{SCALAR_NAMES[dtype.name]}")
         if dt.promote_types(x._dtype, dtype) is not dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({SCALAR_NAMES[x._dtype.name]}) should be "
@@ -91,14 +97,19 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     ord = float(ord)
     dims = normalize_dims(dim, x.ndim) if x.ndim else ()
     if ord < 0 or math.isinf(ord):
-        for d in dims or range(x.ndim):
+        given = (dim,) if isinstance(dim, int) else tuple(dim or ())
+        for d, named in zip(dims, given) if given else ():  # torch names the dim as given (its missing space too)
             if x.shape[d] == 0:
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
-                                   "because the operation does not have an identity")
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on the dimension "
+                                   f"{named}because this dimension is empty and the operation does not have an "
+                                   "identity")
+        if x.numel() == 0 and not given:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
+                               "because the operation does not have an identity")
         if x.numel() == 0 and not x.ndim:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_name(ord)} norm on an empty tensor "
                                "because the operation does not have an identity")
-    return finish_out(call(_VECTOR_NORM, (x,), {"ord": ord, "dim": dims, "keepdim": bool(keepdim)}), out)
+    return finish_out_exact(call(_VECTOR_NORM, (x,), {"ord": ord, "dim": dims, "keepdim": bool(keepdim)}), out)
 
 
 def _ord_name(ord: float) -> str:
@@ -118,6 +129,11 @@ def _matrix_dims(A: Tensor, dim) -> tuple:
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """Frobenius, nuclear, 1, -1, 2, -2, inf or -inf norm of matrices over the two dims `dim`."""
+    return _matrix_norm(A, ord, dim, keepdim, dtype, out, "linalg.matrix_norm")
+
+
+def _matrix_norm(A: Tensor, ord, dim, keepdim: bool, dtype, out, name: str) -> Tensor:
+    """matrix_norm as torch computes it (linalg_matrix_norm); `name` is the function torch's out= message names."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if A._dtype.category < 2:
@@ -125,45 +141,63 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
                            f"{SCALAR_NAMES[A._dtype.name]}")
     if ord not in ("fro", "nuc", 1, -1, 2, -2, INF, -INF):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord in ("nuc", 2, -2) and A._dtype in (dt.float16, dt.bfloat16):  # the SVD-based orders
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {SCALAR_NAMES[A._dtype.name]}")
     d0, d1 = _matrix_dims(A, dim)
     if dtype is not None:
         A = A.to(dtype)
     if ord == "fro":
-        return finish_out(vector_norm(A, 2, (d0, d1), keepdim), out)
-    moved = A.movedim((d0, d1), (-2, -1))
-    if ord == "nuc" or ord in (2, -2):
+        result = vector_norm(A, 2, (d0, d1), keepdim)
+    elif ord == "nuc" or ord in (2, -2):
         from .spectral import svdvals
 
-        values = svdvals(moved)
-        if ord == "nuc":
-            result = values.sum(-1)
-        else:
-            result = values.amax(-1) if ord == 2 else values.amin(-1)
+        values = svdvals(A.movedim((d0, d1), (-2, -1)))
+        result = values.sum(-1) if ord == "nuc" else _max_min(values, -1, ord)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                result = result.unsqueeze(d)
     else:
-        # 1-norms reduce the columns' sums (dim -2 first), inf-norms the rows' sums
-        sums = moved.abs().sum(-2 if abs(ord) == 1 else -1)
-        result = sums.amax(-1) if ord > 0 else sums.amin(-1)
-    if keepdim:
-        for d in sorted((d0, d1)):
-            result = result.unsqueeze(d)
+        # torch: the 1-norm reduces |A| over dim[0], then max/min over dim[1]; inf is 1 with the dims swapped
+        first, second = (d1, d0) if abs(ord) == INF else (d0, d1)
+        if not keepdim and first < second:
+            second -= 1
+        result = _max_min(vector_norm(A, 1, first, keepdim), second, ord, keepdim)
+    if out is not None and out._dtype is not result._dtype:
+        raise RuntimeError(f"{name} expected out tensor dtype {SCALAR_NAMES[result._dtype.name]} but got: "
+                           f"{SCALAR_NAMES[out._dtype.name]}")
     return finish_out(result, out)
+
+
+def _max_min(values: Tensor, dim: int, ord, keepdim: bool = False) -> Tensor:
+    """amax for a positive order, amin for a negative one.  Norms are >= 0, so torch's amax over an empty dim
+    (an empty matrix) gives 0; amin has no identity and raises, as torch's does."""
+    if ord > 0 and values.shape[dim] == 0:
+        shape = list(values.shape)
+        if keepdim:
+            shape[dim] = 1
+        else:
+            del shape[dim]
+        return values.new_zeros(shape)
+    return values.amax(dim, keepdim) if ord > 0 else values.amin(dim, keepdim)
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """torch.linalg.norm: a vector norm, or a matrix norm when ord is a string or dim has two entries."""
     if isinstance(dim, int):
         dim = (dim,)
-    if dim is not None and len(dim) == 2:
-        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
-    if ord is None:
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
-    if dim is None:
-        if A.ndim == 2 or isinstance(ord, str):
-            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
-        if A.ndim != 1:
-            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
-                               f"{A.ndim}D.")
-    return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+    if dim is not None:
+        if len(dim) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
+    elif ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A.ndim}D.")
+    if isinstance(ord, str) or (ord is not None and (dim is not None and len(dim) == 2 or dim is None and A.ndim == 2)):
+        return _matrix_norm(A, ord, (0, 1) if dim is None else dim, keepdim, dtype, out, "linalg.norm")
+    result = vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    if out is not None and out._dtype is not result._dtype:
+        raise RuntimeError(f"linalg.norm expected out tensor dtype {SCALAR_NAMES[result._dtype.name]} but got: "
+                           f"{SCALAR_NAMES[out._dtype.name]}")
+    return finish_out(result, out)
 
 
 @export(name="norm")
@@ -191,7 +225,7 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
         from .creation import eye
 
         identity = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
-        return finish_out(A * 0 + identity if A.requires_grad else identity.contiguous(), out)
+        return finish_out_exact(A * 0 + identity if A.requires_grad else identity.contiguous(), out)
     if n < 0:
         from .decompositions import inv
 
@@ -203,7 +237,7 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
         n >>= 1
         if n:
             base = matmul(base, base)
-    return finish_out(result if result is not A else A.clone(), out)
+    return finish_out_exact(result if result is not A else A.clone(), out)
 
 
 _ = (SAVE_RESULT, _conj, check_matrix)
@@ -225,7 +259,7 @@ def logdet(input: Tensor) -> Tensor:
     """log(det(input)): nan for a negative determinant, -inf for a zero one."""
     from .decompositions import slogdet as linalg_slogdet
 
-    check_matrix("linalg.slogdet", input, low_precision="lu")
+    check_matrix("logdet", input)
     sign, logabsdet = linalg_slogdet(input)
     if input._dtype.is_complex:
         return logabsdet + sign.log()

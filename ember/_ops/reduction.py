@@ -154,7 +154,9 @@ def _refuse_complex(input: Tensor, kernel: str) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES[input._dtype.name]}'")
 
 
-def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> None:
+def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool, given=None) -> None:
+    """torch's refusal to reduce an empty dim with no identity; `given` (the dims as the caller wrote them, for
+    amax/amin) is what torch's message names: amin(-1) names -1, not its wrapped 0."""
     if input.numel() or not input.ndim:
         return
     if not dim_given:
@@ -163,6 +165,10 @@ def _check_nonempty(name: str, input: Tensor, params: dict, dim_given: bool) -> 
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
             "with the 'dim' argument."
         )
+    if given is not None:
+        for d in (given,) if isinstance(given, int) else tuple(given):
+            if input.shape[d % input.ndim] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     for d in params["dim"]:
         if input.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
@@ -207,7 +213,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     """Maximum over `dim` (all dims for ()); nan propagates; ties share the gradient."""
     _refuse_complex(input, "max_values_cpu")
     params = reduce_params(input, dim if dim != () else None, keepdim)
-    _check_nonempty("amax", input, params, dim != ())
+    _check_nonempty("amax", input, params, dim != (), dim)
     return finish_out(call(_AMAX, (input,), params), out)
 
 
@@ -215,7 +221,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
 def amin(input: Tensor, dim=(), keepdim: bool = False, *, out=None) -> Tensor:
     _refuse_complex(input, "min_values_cpu")
     params = reduce_params(input, dim if dim != () else None, keepdim)
-    _check_nonempty("amin", input, params, dim != ())
+    _check_nonempty("amin", input, params, dim != (), dim)
     return finish_out(call(_AMIN, (input,), params), out)
 
 

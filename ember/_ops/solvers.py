@@ -31,7 +31,7 @@ from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
 from ._api import export, finish_out
 from ._shapes import broadcast_shapes
-from .decompositions import BOTH, LinAlgError, _conj, _matmul, _return_type
+from .decompositions import BOTH, LinAlgError, _conj, _matmul, _return_type, finish_out_exact
 
 _BLOCK = 64
 _SUPPORTED = (dt.float32, dt.float64, dt.complex64, dt.complex128)
@@ -165,6 +165,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     """The solution X of A X = B (X A = B with left=False) for triangular A: only A's upper (upper=True) or
     lower triangle is read, and its diagonal taken as ones with unitriangular=True.  Batch dims broadcast."""
     name = "linalg.solve_triangular"
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if B.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
     _square(name, A)
@@ -176,7 +178,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
                            f"{rows}x{columns})")
     broadcast_shapes(A.shape[:-2], B.shape[:-2])
     check_kernel_dtype("triangular_solve_cpu", A._dtype)
-    return finish_out(triangular(A, B, upper, left, unitriangular), out)
+    return finish_out_exact(triangular(A, B, upper, left, unitriangular), out,
+                            "expected scalar type {want} but found {got}")
 
 
 @export
@@ -405,7 +408,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     else:  # X U^H L^H P^T = B: X = B P L^{-H} U^{-H}
         X = call(_PERMUTE, (B.mT, pivots), {"inverse": False}).mT
         X = triangular(LU_h, triangular(LU_h, X, True, False, True), False, False)
-    return finish_out(X, out)
+    return finish_out_exact(X, out)
 
 
 @export(name="lu_solve")
@@ -546,6 +549,12 @@ def _eigvals_impl(xp, a):
     complex_type = np.complex128 if a.dtype in (np.float64, np.complex128) else np.complex64
     if a.size == 0:
         return xp.zeros(a.shape[:-1], complex_type)
+    finite = xp.isfinite(a).all(axis=(-2, -1))
+    if not bool(finite.all()):  # torch's geev returns NaN eigenvalues for such a matrix; NumPy refuses it
+        values = xp.full(a.shape[:-1], xp.nan, complex_type)
+        if bool(finite.any()):
+            values[finite] = xp.linalg.eigvals(a[finite])
+        return values
     return xp.linalg.eigvals(a).astype(complex_type, copy=False)
 
 
@@ -638,7 +647,7 @@ def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {math.prod(back)} != {math.prod(front)}")
     try:
-        inverse = inv(A.reshape(math.prod(front), -1))
+        inverse = inv(A.reshape(math.prod(front), math.prod(back)))  # explicit: -1 is ambiguous when empty
     except LinAlgError as error:
         raise LinAlgError(str(error).replace("linalg.inv:", "inv:", 1)) from None
     return finish_out(inverse.reshape(back + front), out)

@@ -9,13 +9,15 @@ the sign (phase) of singular and eigen vectors is arbitrary, as in LAPACK.
 
 from __future__ import annotations
 
-from .. import _dispatch
+import numpy as np
+
 from .. import _dtype as dt
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import Tensor
 from ._api import finish_out
 from .decompositions import (
     BOTH,
+    LinAlgError,
     _conj,
     _eye_like,
     _keep,
@@ -26,6 +28,7 @@ from .decompositions import (
     check_matrix,
     diag_embed,
     diagonal_of,
+    finish_out_exact,
     inv,
 )
 
@@ -79,13 +82,13 @@ def _qr_square_backward(gQ, gR, Q, R):
 
 def _qr_backward(ctx, grads):
     mode = ctx.params["mode"]
-    Q, R = ctx.result
-    gQ, gR = grads
-    m, n = Q.shape[-2], R.shape[-1]
-    if mode == "r":
+    if mode == "r":  # checked before reading Q's shape: mode 'r' returns an empty Q
         raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
                            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                            "linalg.qr.")
+    Q, R = ctx.result
+    gQ, gR = grads
+    m, n = Q.shape[-2], R.shape[-1]
     if mode == "complete" and m > n:
         raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
     if m >= n:
@@ -111,7 +114,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            "or 'complete'")
-    check_matrix("linalg.qr", A, square=False)
+    check_matrix("linalg.qr", A, square=False, low_precision="geqrf_cpu")
     return finish_out(LinalgQR(*call(_QR, (A,), {"mode": mode})), out)
 
 
@@ -179,13 +182,43 @@ def _svd_op_backward(ctx, grads):
     return svd_backward(gU, gS, gVh, U, S, Vh)
 
 
-_SVD = OpDef("linalg_svd", lambda xp, a, full_matrices: tuple(xp.linalg.svd(a, full_matrices=full_matrices)),
+def _svd_impl(xp, a, full_matrices):
+    with _converging():
+        return tuple(xp.linalg.svd(a, full_matrices=full_matrices))
+
+
+def _svdvals_impl(xp, a):
+    with _converging():
+        return xp.linalg.svd(a, compute_uv=False)
+
+
+class _converging:
+    """Turns NumPy's LinAlgError (a ValueError) from gesdd into torch's LinAlgError (a RuntimeError)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and issubclass(kind, np.linalg.LinAlgError):
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.") from None
+        return False
+
+
+def _check_svd_driver(A: Tensor, driver) -> None:
+    if driver is not None and A.device.type != "cuda":
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
+_SVD = OpDef("linalg_svd", _svd_impl,
              _svd_op_backward, dtype_rule=_svd_rule, meta=_svd_meta, saves=SAVE_RESULT, outputs=3)
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values descending (torch.linalg.svd)."""
-    check_matrix("linalg.svd", A, square=False)
+    check_matrix("linalg.svd", A, square=False, low_precision="linalg_svd_cpu")
+    _check_svd_driver(A, driver)
     return finish_out(LinalgSVD(*call(_SVD, (A,), {"full_matrices": bool(full_matrices)})), out)
 
 
@@ -195,15 +228,16 @@ def _svdvals_backward(ctx, g):
     return svd_backward(None, g, None, U, None, Vh)
 
 
-_SVDVALS = OpDef("linalg_svdvals", lambda xp, a: xp.linalg.svd(a, compute_uv=False), _svdvals_backward,
+_SVDVALS = OpDef("linalg_svdvals", _svdvals_impl, _svdvals_backward,
                  dtype_rule=lambda args, p: (args[0]._dtype, _real_of(args[0]._dtype)),
                  meta=lambda args, p: tuple(args[0].shape[:-2]) + (min(args[0].shape[-2:]),), saves=SAVE_INPUTS)
 
 
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
     """The singular values of A, descending (torch.linalg.svdvals)."""
-    check_matrix("linalg.svdvals", A, square=False)
-    return finish_out(call(_SVDVALS, (A,)), out)
+    check_matrix("linalg.svd", A, square=False, low_precision="linalg_svd_cpu")  # torch's names svd
+    _check_svd_driver(A, driver)
+    return finish_out_exact(call(_SVDVALS, (A,)), out)
 
 
 # ---------------------------------------------------------------- eigh
@@ -237,7 +271,7 @@ def _check_uplo(UPLO: str) -> None:
 
 def eigh(A: Tensor, UPLO: str = "L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices, reading one triangle (UPLO)."""
-    check_matrix("linalg.eigh", A)
+    check_matrix("linalg.eigh", A, low_precision="linalg_eigh_cpu", integer_kernel=True)
     _check_uplo(UPLO)
     return finish_out(LinalgEigh(*call(_EIGH, (A,), {"UPLO": UPLO})), out)
 
@@ -255,9 +289,9 @@ _EIGVALSH = OpDef("linalg_eigvalsh", lambda xp, a, UPLO: xp.linalg.eigvalsh(a, U
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
     """Eigenvalues (ascending) of Hermitian matrices (torch.linalg.eigvalsh)."""
-    check_matrix("linalg.eigvalsh", A)
+    check_matrix("linalg.eigh", A, low_precision="linalg_eigh_cpu", integer_kernel=True)  # torch's names eigh
     _check_uplo(UPLO)
-    return finish_out(call(_EIGVALSH, (A,), {"UPLO": UPLO}), out)
+    return finish_out_exact(call(_EIGVALSH, (A,), {"UPLO": UPLO}), out)
 
 
 # ---------------------------------------------------------------- pinv, matrix_rank, lstsq
@@ -283,7 +317,8 @@ def _pinv_impl(xp, a, atol=None, rtol=None, hermitian=False):
         keep = S > _tolerance(xp, S, atol, rtol, m, n)
         scaled = xp.where(keep, 1 / xp.where(keep, values, 1), 0)
         return xp.matmul(vectors * scaled[..., None, :], xp.conj(xp.swapaxes(vectors, -1, -2)))
-    U, S, Vh = xp.linalg.svd(a, full_matrices=False)
+    with _converging():
+        U, S, Vh = xp.linalg.svd(a, full_matrices=False)
     keep = S > _tolerance(xp, S, atol, rtol, m, n)
     S_inverse = xp.where(keep, 1 / xp.where(keep, S, 1), 0)
     return xp.matmul(xp.conj(xp.swapaxes(Vh, -1, -2)) * S_inverse[..., None, :], xp.conj(xp.swapaxes(U, -1, -2)))
@@ -315,6 +350,24 @@ def _value(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
+def _is_batched(x) -> bool:
+    return isinstance(x, Tensor) and x.numel() != 1
+
+
+def _tolerance_tensor(S: Tensor, atol, rtol, m: int, n: int) -> Tensor:
+    """torch's max(atol, rtol * sigma_max) with per-matrix (tensor) atol/rtol, shaped (..., 1) against S; rtol
+    defaults to eps * max(m, n) where atol is absent or <= 0, else 0 (torch's get_atol_rtol)."""
+    real = S.dtype
+    eps = float(dt.finfo(real).eps) * max(m, n)
+    atol_t = atol.to(real) if isinstance(atol, Tensor) else S.new_tensor(0.0 if atol is None else float(atol))
+    if rtol is None:
+        rtol_t = S.new_tensor(eps) if atol is None else (atol_t <= 0).to(real) * eps
+    else:
+        rtol_t = rtol.to(real) if isinstance(rtol, Tensor) else S.new_tensor(float(rtol))
+    largest = S.amax(-1, keepdim=True) if S.shape[-1] else S.new_zeros(tuple(S.shape[:-1]) + (1,))
+    return (rtol_t.unsqueeze(-1) * largest).maximum(atol_t.unsqueeze(-1))
+
+
 def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
     """The Moore-Penrose pseudo-inverse, singular values <= max(atol, rtol * sigma_max) treated as zero.
     torch's older overload pinv(A, rcond, hermitian) takes rcond as rtol with atol 0 (NumPy's meaning)."""
@@ -328,46 +381,64 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
 
         raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[A._dtype.name]}{{[{', '.join(map(str, A.shape))}]}}): "
                            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types")
+    if _is_batched(atol) or _is_batched(rtol):  # per-matrix tolerances: torch's composite, in ember ops
+        m, n = A.shape[-2:]
+        if hermitian:
+            values, vectors = eigh(A)
+            keep = values.abs() > _tolerance_tensor(values.abs(), atol, rtol, m, n)
+            scaled = values.reciprocal().where(keep, 0).to(A.dtype)
+            return finish_out(_matmul(vectors * scaled.unsqueeze(-2), _conj(vectors).mT), out)
+        U, S, Vh = svd(A, full_matrices=False)
+        keep = S > _tolerance_tensor(S, atol, rtol, m, n)
+        scaled = S.reciprocal().where(keep, 0).to(A.dtype)
+        return finish_out(_matmul(_conj(Vh).mT * scaled.unsqueeze(-2), _conj(U).mT), out)
     params = {"atol": _value(atol), "rtol": _value(rtol), "hermitian": bool(hermitian)}
     return finish_out(call(_PINV, (A,), params), out)
 
 
 def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
-    """The number of singular values above max(atol, rtol * sigma_max) (torch.linalg.matrix_rank)."""
-    if A._dtype.category < 2:
+    """The number of singular values above max(atol, rtol * sigma_max) (torch.linalg.matrix_rank); atol and
+    rtol may be tensors broadcasting against the batch."""
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if A._dtype.category < 2 or A._dtype in (dt.float16, dt.bfloat16):
         raise RuntimeError("This function doesn't handle types other than float and double")
-    check_matrix("linalg.matrix_rank", A, square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
     from .._autograd.grad_mode import no_grad
-    from .._dispatch import device_module
 
+    m, n = A.shape[-2:]
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
-    _dispatch.host_read("linalg.matrix_rank")
-    xp = device_module(A.device)
-    m, n = A.shape[-2:]
-    limit = _tolerance(xp, S._data, _value(atol), _value(rtol), m, n)
-    count = (S._data > limit).sum(-1)
-    result = Tensor._make(xp.asarray(count, dtype="int64"), dt.int64, A.device)
-    return finish_out(result, out)
+        rank = (S > _tolerance_tensor(S, atol, rtol, m, n)).sum(-1)
+    return finish_out(rank, out)
 
 
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     """The least-squares solution of A X = B (torch.linalg.lstsq), with residuals, rank and singular values
     filled in as torch's drivers do ('gelsy' by default on CPU)."""
-    check_matrix("linalg.lstsq", A, square=False)
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A._dtype.category < 2 or A._dtype in (dt.float16, dt.bfloat16):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if B._dtype is not A._dtype:
+        from .._tensor import SCALAR_NAMES
+
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {SCALAR_NAMES[A._dtype.name]} and other's dtype "
+                           f"{SCALAR_NAMES[B._dtype.name]}")
     if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss) "
-                           f"but got {driver}")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     driver = driver or "gelsy"
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
+    from ._shapes import broadcast_shapes
+
+    broadcast_shapes(A.shape[:-2], rhs.shape[:-2])
     if rhs.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    if B._dtype is not A._dtype:
-        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
-                           f"input's dtype {A.dtype} and other's dtype {B.dtype}")
     m, n = A.shape[-2:]
     rtol = rcond if rcond is not None and rcond > 0 else None
     solution = _matmul(pinv(A, rtol=rtol), rhs)
@@ -375,14 +446,16 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     from .creation import empty
 
     real = _real_of(A._dtype)
-    _ = empty
     # torch's residuals are differentiable (an empty one too): keep them on the solution's graph
-    residuals = solution.reshape(-1)[:0].abs() if not A._dtype.is_complex else solution.reshape(-1)[:0].abs()
+    residuals = solution.reshape(-1)[:0].abs()
     if m > n and driver != "gelsy":
-        with no_grad():
-            full_rank = bool((matrix_rank(A) == n).all())
-        if full_rank:
-            residuals = (_matmul(A, solution) - rhs).abs().square().sum(-2)
+        if driver == "gels" and n == 0:  # gels' quick return zeroes B, whose trailing rows are the residuals
+            residuals = rhs.abs().sum(-2) * 0
+        else:
+            with no_grad():
+                full_rank = driver == "gels" or bool((matrix_rank(A) == n).all())
+            if full_rank:
+                residuals = (_matmul(A, solution) - rhs).abs().square().sum(-2)
     with no_grad():
         rank = empty(0, dtype=dt.int64, device=A.device)
         values = empty(0, dtype=real, device=A.device)
@@ -390,10 +463,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
             rank = matrix_rank(A, rtol=rtol)
         if driver in ("gelsd", "gelss"):
             values = svdvals(A)
-    if vector:
+    if vector:  # the residuals keep their last dim (one column), as torch's
         solution = solution.squeeze(-1)
-        if residuals.numel():
-            residuals = residuals.squeeze(-1)
     return LinalgLstsq(solution, residuals, rank, values)
 
 

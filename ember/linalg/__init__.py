@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._ops.creation import eye as ember_eye
-from .._ops.decompositions import LinAlgError, cholesky, det, inv, slogdet, solve
+from .._ops.decompositions import LinAlgError, cholesky, det, finish_out_exact, inv, slogdet, solve
 from .._ops.einsum import tensordot
 from .._ops.linalg import cross_product as _cross_product
 from .._ops.linalg import matmul, multi_dot
@@ -26,21 +26,28 @@ from .._ops.solvers import (
     vander,
 )
 from .._ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd, svdvals
+from .._tensor import SCALAR_NAMES, Tensor
 
 
-def cross(input, other, *, dim: int = -1, out=None):
+def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """The cross product of 3-vectors along `dim` (default the last), operands broadcast."""
-    result = _cross_product(input, other, dim, "linalg.cross")
-    return result if out is None else out.copy_(result)
+    return finish_out_exact(_cross_product(input, other, dim, "linalg.cross"), out)
 
 
-def vecdot(x, y, *, dim: int = -1, out=None):
-    """sum(conj(x) * y) over `dim`, operands broadcast."""
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
+    """sum(conj(x) * y) over `dim`, operands broadcast; float or complex operands of one dtype, as torch's."""
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES[x.dtype.name]}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{SCALAR_NAMES[x.dtype.name]} and y of type {SCALAR_NAMES[y.dtype.name]} instead")
     result = (x.conj() * y).sum(dim)
-    return result if out is None else out.copy_(result)
+    return finish_out_exact(result, out, "linalg.vecdot: Expected out of dtype{want} but found {got}")
 
 
-def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A view of the diagonals of (a batch of) matrices: Tensor.diagonal with torch's matrix defaults."""
     return A.diagonal(offset, dim1, dim2)
 
 
@@ -67,44 +74,34 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
     return result
 
 
-def _cholesky_info(A) -> np.ndarray:
-    """LAPACK's potrf info per matrix: 0, or the order of the first leading minor that is not positive-definite."""
-    matrices = np.asarray(A.detach().cpu().numpy()).reshape((-1,) + tuple(A.shape[-2:]))
-    info = np.zeros(len(matrices), np.int32)
-    for index, matrix in enumerate(matrices):
-        try:
-            np.linalg.cholesky(matrix)
-        except np.linalg.LinAlgError:
-            info[index] = next(k for k in range(1, matrix.shape[-1] + 1) if not _positive_definite(matrix[:k, :k]))
-    return info.reshape(tuple(A.shape[:-2]))
-
-
-def _positive_definite(matrix) -> bool:
-    try:
-        np.linalg.cholesky(matrix)
-        return True
-    except np.linalg.LinAlgError:
-        return False
-
-
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
-    """(L, info): info is 0 where A is positive-definite, else the order of its first leading minor that is not
-    (L is then undefined there: ember leaves zeros); check_errors=True raises as cholesky does."""
+    """(L, info): info is 0 where A is positive-definite, else the order of its first leading minor that is not;
+    L of such a matrix is what LAPACK's potrf leaves, as torch's (see decompositions.potf2).  upper=True reads
+    A's upper triangle and returns U = L^H.  check_errors=True raises as cholesky does."""
     from .. import tensor, where
+    from .._ops.decompositions import _conj, check_matrix, cholesky_with_info
     from ..return_types import _make
 
+    check_matrix("linalg.cholesky", A, low_precision="cholesky_cpu")
+    lower = _conj(A).mT if upper else A  # the triangle potrf reads, as a lower one
     if A.device.type == "meta" or not A.numel():  # shapes only (or nothing to factor): nothing can fail
         failed = np.zeros(tuple(A.shape[:-2]), np.int32)
     else:
-        failed = _cholesky_info(A)
+        partial, failed = cholesky_with_info(np.asarray(lower.detach().cpu().numpy()))
     info = tensor(failed, device=A.device)
     if not failed.any() or check_errors:
         result = cholesky(A, upper=upper)  # raises torch's error when check_errors and a matrix failed
     else:
         bad = tensor(failed != 0, device=A.device)[..., None, None]
         eye = ember_eye(A.shape[-1], dtype=A.dtype, device=A.device)
-        result = where(bad, 0.0, cholesky(where(bad, eye, A), upper=upper))
-    return _make("linalg_cholesky_ex", ("L", "info"))(result, info)
+        factor = where(bad, tensor(partial, dtype=A.dtype, device=A.device), cholesky(where(bad, eye, lower)))
+        result = _conj(factor).mT.contiguous() if upper else factor
+    result = _make("linalg_cholesky_ex", ("L", "info"))(result, info)
+    if out is not None:
+        out[0].copy_(result[0])
+        out[1].copy_(result[1])
+        return out
+    return result
 
 
 __all__ = ["LinAlgError", "lu", "lu_factor", "lu_factor_ex", "matrix_exp",
