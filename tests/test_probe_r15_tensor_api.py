@@ -419,9 +419,7 @@ def test_signal_windows_added():
     _assert_same(lambda lib: lib.signal.windows.gaussian(7, std=2.0))
 
 
-@pytest.mark.xfail(strict=True, reason="linalg.ldl_factor/ldl_factor_ex/ldl_solve need LAPACK sytrf's Bunch-Kaufman "
-                                       "pivoting (its compact LD and pivots format), not implemented in ember")
-def test_ldl_factor_missing():
+def test_ldl_factor():
     def fn(lib):
         a = _full_rank(lib, (3, 3))
         return tuple(lib.linalg.ldl_factor(a @ a.mT + 3 * lib.eye(3, dtype=lib.float64)))

@@ -298,7 +298,5 @@ def test_fft_matches_torch(name):
 # ---------------------------------------------------------------- not done yet
 
 
-@pytest.mark.xfail(strict=True, reason="linalg.ldl_factor(_ex)/ldl_solve (LAPACK sytrf's Bunch-Kaufman pivoting "
-                   "and packed output) are not implemented in ember")
 def test_ldl_factor_matches_torch():
     _assert_same(lambda lib: lib.linalg.ldl_factor(_t(lib, SPD)))

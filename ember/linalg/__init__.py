@@ -7,6 +7,7 @@ import numpy as np
 from .._ops.creation import eye as ember_eye
 from .._ops.decompositions import LinAlgError, cholesky, det, finish_out_exact, inv, slogdet, solve
 from .._ops.einsum import tensordot
+from .._ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .._ops.linalg import cross_product as _cross_product
 from .._ops.linalg import matmul, multi_dot
 from .._ops.linalg import vdot as _vdot
@@ -104,7 +105,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     return result
 
 
-__all__ = ["LinAlgError", "lu", "lu_factor", "lu_factor_ex", "matrix_exp",
+__all__ = ["LinAlgError", "lu", "lu_factor", "lu_factor_ex", "matrix_exp", "ldl_factor", "ldl_factor_ex", "ldl_solve",
            "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "inv_ex",
            "lstsq", "matmul", "matrix_norm", "matrix_rank", "matrix_power", "multi_dot", "norm", "pinv", "qr",
            "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm",
