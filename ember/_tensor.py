@@ -542,6 +542,8 @@ class Tensor:
             out._counter = self._counter
         if self._qparams is not None:  # a quantized tensor stays quantized (NOTE [ Quantized dtypes ])
             out._qparams = self._qparams
+        if "_vmap_levels" in self.__dict__:  # under vmap it stays batched (ember/func/_batching.py)
+            out.__dict__["_vmap_levels"] = self.__dict__["_vmap_levels"]
         return out
 
     def detach_(self) -> Tensor:
@@ -766,6 +768,9 @@ class Tensor:
         return array if dtype is None else array.astype(dtype)
 
     def _check_data(self, what: str) -> None:
+        host_read = getattr(_dispatch.forward_ad, "host_read", None)  # vmap's checks (ember/func/_batching.py)
+        if host_read is not None:
+            host_read(self, what)
         if type(self._data) is SparseCOOArray:
             if what in ("numpy", "__array__"):
                 raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")

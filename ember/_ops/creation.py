@@ -479,6 +479,7 @@ def _like(input, dtype, device):
 def like_layout(result: Tensor, input: Tensor, memory_format) -> Tensor:
     """Give a just-made *_like result (C order) the layout `memory_format` asks for: the input's by default
     (NOTE [ preserve_format ] in _shapes.py), NHWC for torch.channels_last."""
+    _batched_like(result, input)
     name = getattr(memory_format, "name", "preserve_format")
     if name == "contiguous_format":
         return result
@@ -548,10 +549,19 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return _with_grad(Tensor._make(array, dtype, device, Storage(buffer)), requires_grad)
 
 
+def _batched_like(result: Tensor, input: Tensor) -> Tensor:
+    """Under vmap a *_like or new_* of a batched tensor is batched, as torch's: copy its vmap mark
+    (ember/func/_batching.py), so that writing batched values into it in place is allowed."""
+    levels = input.__dict__.get("_vmap_levels")
+    if levels:
+        result.__dict__["_vmap_levels"] = levels
+    return result
+
+
 def _new(fill, name):
     def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False, **kwargs):
-        return _filled(fill, _keyword_size(size, kwargs, name), dtype or self._dtype,
-                       device if device is not None else self._device, requires_grad)
+        return _batched_like(_filled(fill, _keyword_size(size, kwargs, name), dtype or self._dtype,
+                                     device if device is not None else self._device, requires_grad), self)
 
     method.__name__ = name
     method.__doc__ = f"Tensor.{name}: like torch.{name[4:]}, with this tensor's dtype and device by default."
@@ -562,8 +572,8 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
              pin_memory=False) -> Tensor:
     dtype = dtype or self._dtype
     fill_value = cast_fill_value(_fill_scalar(fill_value, "new_full"), dtype)
-    return _filled(fill_value, _sizes((size,), "new_full"), dtype, device if device is not None else self._device,
-                   requires_grad)
+    return _batched_like(_filled(fill_value, _sizes((size,), "new_full"), dtype,
+                                 device if device is not None else self._device, requires_grad), self)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):

@@ -2,7 +2,8 @@
 
 grad, grad_and_value, vjp, jacrev, jacfwd and hessian run on ember's tape autograd (ember/func/_transforms.py,
 nesting explained in _levels.py); jvp and linearize use the double-vjp trick (_forward.py); vmap is a loop
-over the mapped dimension, not a batched kernel (_vmap.py).
+over the mapped dimension, not a batched kernel (_vmap.py), that marks which tensors are batched to raise torch's
+errors (_batching.py); stack_module_state and the other module helpers are in _modules.py.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._forward import jvp, linearize
+from ._modules import debug_unwrap, functionalize, replace_all_batch_norm_modules_, stack_module_state
 from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, vjp
 from ._vmap import vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "linearize"]
+           "linearize", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap", "functionalize"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,

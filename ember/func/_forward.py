@@ -16,7 +16,7 @@ import ember
 
 from ._levels import Level, check_tensors, materialize
 from ._pytree import tree_flatten, tree_unflatten
-from ._transforms import _checked_outputs, _split_aux
+from ._transforms import _checked_outputs, _split_aux, check_primals_floating
 
 __all__ = ["jvp", "linearize"]
 
@@ -80,6 +80,10 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
     _check_tensor_list(flat_primals, "primals")
     _check_tensor_list(flat_tangents, "tangents")
     for primal, tangent in zip(flat_primals, flat_tangents):
+        # (torch's make_dual's checks, in its order)
+        check_primals_floating([primal])
+        if not (tangent.is_floating_point() or tangent.is_complex()):
+            raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
         if primal.shape != tangent.shape:
             raise RuntimeError(
                 "Trying to set a forward gradient that has a different size than that of the original Tensor, "
@@ -113,6 +117,7 @@ def linearize(func: Callable, *primals) -> tuple:
     The function runs once; the graph of J^T u (see the module docstring) is kept, so each jvp_fn call is
     one reverse pass (torch traces the jvp into a graph instead; the values are the same).
     """
+    check_primals_floating(tree_flatten(primals)[0])
     with Level() as level, ember.enable_grad():
         diff_primals = level.differentiable(primals)
         output = func(*diff_primals)

@@ -110,10 +110,11 @@ def _broadcast(prefix, spec: TreeSpec, result: list) -> bool:
     if isinstance(prefix, dict):
         if set(prefix) != set(spec.context):
             return False
-        children = [prefix[key] for key in spec.context]
-    else:
-        children = list(prefix)
-    return all(_broadcast(child, child_spec, result) for child, child_spec in zip(children, spec.children))
+        # torch's _broadcast_to_and_flatten lists a dict's entries in the prefix's key order, and vmap pairs
+        # that list with the inputs' leaves in their own order: keys in another order pair by position
+        specs = dict(zip(spec.context, spec.children))
+        return all(_broadcast(prefix[key], specs[key], result) for key in prefix)
+    return all(_broadcast(child, child_spec, result) for child, child_spec in zip(prefix, spec.children))
 
 
 def treespec_pprint(spec: TreeSpec) -> str:

@@ -67,6 +67,10 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
                     "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
                     f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
                 )
+            if output.is_complex():  # (torch's autograd.grad refuses to make the implicit 1 for it)
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got {output.dtype}"
+                )
             if has_aux:
                 check_tensors(aux)
             flat_inputs, spec = tree_flatten(diff_args)
@@ -96,7 +100,7 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
 def _checked_outputs(output, api: str) -> tuple[list, Any]:
     flat, spec = tree_flatten(output)
     if len(flat) == 0:
-        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got output = {output})")
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got output = {flat})")
     for value in flat:
         if not isinstance(value, ember.Tensor):
             raise RuntimeError(
@@ -135,6 +139,9 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 "Expected pytree structure of cotangents to be the same as pytree structure of outputs to the "
                 f"function. cotangents: {treespec_pprint(cot_spec)}, primal output: {treespec_pprint(out_spec)}"
             )
+        for cot in flat_cot:
+            if cot is not None and not isinstance(cot, ember.Tensor):
+                raise TypeError(f"gradients can be either Tensors or None, but got {type(cot).__name__}")
         level.refresh()  # what can differentiate the result is decided per call
         if create_graph is None:
             create_graph = level.reaches_outside(flat_out + flat_cot)
@@ -151,12 +158,39 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     return result, vjp_fn
 
 
-def _jacobian(func: Callable, argnums, has_aux: bool, api: str, args: tuple, kwargs: dict, randomness: str | None):
+def _error_if_complex(name: str, tree, is_input: bool) -> None:
+    """torch's check that jacrev/jacfwd inputs and outputs are real (its message says "input idx" for both)."""
+    for index, value in enumerate(tree_flatten(tree)[0]):
+        if isinstance(value, ember.Tensor) and value.is_complex():
+            kind = "inputs" if is_input else "outputs"
+            raise RuntimeError(f"{name}: Expected all {kind} to be real but received complex tensor at flattened "
+                               f"input idx: {index}")
+
+
+def check_primals_floating(flat_primals: list) -> None:
+    """Forward mode (torch's make_dual) differentiates floating-point and complex primals only."""
+    for primal in flat_primals:
+        if isinstance(primal, ember.Tensor) and not (primal.is_floating_point() or primal.is_complex()):
+            raise ValueError(f"Expected primal to be floating point or complex, but got: {primal.dtype}")
+
+
+def _jacobian(func: Callable, argnums, has_aux: bool, forward: bool, args: tuple, kwargs: dict,
+              randomness: str | None):
     """The Jacobian of every output of `func` w.r.t. `argnums`, one reverse pass per output element: shaped
-    output.shape + input.shape and nested as torch's jacrev/jacfwd (output pytree of argnum pytrees)."""
+    output.shape + input.shape and nested as torch's jacrev/jacfwd (output pytree of argnum pytrees).
+
+    `forward` (jacfwd) follows forward mode where it differs: blocks take the output's dtype (a jvp's tangent
+    has its output's dtype; a vjp's, jacrev's, its input's), an integer output has a zero Jacobian instead of
+    an error, integer inputs raise as make_dual does, and argnums=None means every argument."""
+    name, api = ("jacfwd", _JVP) if forward else ("jacrev", _VJP)
+    if forward and argnums is None:
+        argnums = tuple(range(len(args)))
     check_argnums(argnums)
+    _error_if_complex(name, args, is_input=True)
     with Level() as level, ember.enable_grad():
         positions = wrap_argnums(argnums, len(args))
+        if forward:
+            check_primals_floating(tree_flatten(select(args, positions))[0])
         diff_args = level.differentiable(select(args, positions))
         saved = _randomness.snapshot() if randomness == "error" else None
         output = func(*replace(args, positions, diff_args), **kwargs)
@@ -166,22 +200,26 @@ def _jacobian(func: Callable, argnums, has_aux: bool, api: str, args: tuple, kwa
         if has_aux:
             check_tensors(aux)
         flat_out, out_spec = _checked_outputs(output, api)
-        _check_floating(flat_out)
+        _error_if_complex(name, output, is_input=False)
+        if not forward:
+            _check_floating(flat_out)
         flat_inputs, in_spec = tree_flatten(diff_args)
         create_graph = level.reaches_outside(flat_out)
         jacobians = []
         for out in flat_out:
             rows = []
-            basis = ember.eye(out.numel(), dtype=out.dtype, device=out.device)
-            for index in range(out.numel()):
-                rows.append(_grad_of([out], flat_inputs, [basis[index].reshape(out.shape)], create_graph))
+            if out.is_floating_point():
+                basis = ember.eye(out.numel(), dtype=out.dtype, device=out.device)
+                for index in range(out.numel()):
+                    rows.append(_grad_of([out], flat_inputs, [basis[index].reshape(out.shape)], create_graph))
             blocks = []
             for position, inp in enumerate(flat_inputs):
                 shape = tuple(out.shape) + tuple(inp.shape)
+                dtype = out.dtype if forward else inp.dtype
                 if rows:
-                    blocks.append(ember.stack([row[position] for row in rows]).reshape(shape))
+                    blocks.append(ember.stack([row[position] for row in rows]).reshape(shape).to(dtype))
                 else:
-                    blocks.append(ember.zeros(shape, dtype=inp.dtype, device=inp.device))
+                    blocks.append(ember.zeros(shape, dtype=dtype, device=inp.device))
             jacobians.append(level.release(tree_unflatten(blocks, in_spec)))
         result = tree_unflatten(jacobians, out_spec)
         if has_aux:
@@ -198,13 +236,13 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        return _jacobian(func, argnums, has_aux, _VJP, args, kwargs, None)
+    def wrapper(*args):  # (torch's takes no keyword arguments)
+        return _jacobian(func, argnums, has_aux, False, args, {}, None)
 
     return wrapper
 
 
-def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+def jacfwd(func: Callable, argnums: int | tuple[int, ...] | None = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """torch.func.jacfwd: the Jacobian of `func` w.r.t. the arguments at `argnums`.
 
@@ -216,9 +254,9 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
     """
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args):  # (torch's takes no keyword arguments)
         _randomness.check_randomness_arg(randomness)
-        return _jacobian(func, argnums, has_aux, _JVP, args, kwargs, randomness)
+        return _jacobian(func, argnums, has_aux, True, args, {}, randomness)
 
     return wrapper
 

@@ -3,11 +3,13 @@
 ember has no batching rule per op, so vmap slices every mapped input along its in_dim, calls the function
 once per sample, and stacks each output along its out_dim.  For a pure function this is exactly torch's
 vmap (same values, shapes, error messages for bad in_dims/out_dims), at the speed of a Python loop.
-Differences that follow from the loop:
+While it runs, vmap marks which tensors are batched (ember/func/_batching.py), so that it raises torch's
+errors: `.item()`/`bool()` of a batched value, a batched value written in place into an unbatched tensor,
+dynamic-shape ops, randomness="same" with batched inputs, out_dims=None for a batched output.  An output that
+is a mapped input comes back as that input (or a view of it), one unbatched tensor returned by every sample
+comes back expanded, as torch's.  Differences that follow from the loop:
 
-* out_dims=None accepts an output whose value is the same for every sample (torch accepts one that does
-  not depend on the mapped inputs); an output that differs between samples raises torch's error;
-* `.item()` and data-dependent Python control flow work per sample instead of raising;
+* an in-place op on an unbatched tensor with unbatched values runs once per sample (torch: once);
 * randomness="different" draws per sample from the stream (numbers differ from torch's batched draw);
 * chunk_size splits the loop into chunks whose outputs are stacked, then concatenated.
 
@@ -23,7 +25,7 @@ from typing import Any
 
 import ember
 
-from . import _randomness
+from . import _batching, _randomness
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
@@ -88,6 +90,8 @@ def _process_inputs(in_dims, args: tuple, func) -> tuple[int, list, list, Any]:
         )
     for arg, in_dim in zip(flat_args, flat_in_dims):
         prefix = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={in_dim}"
+        if isinstance(in_dim, bool):  # (torch passes it on to Tensor.size, which refuses a bool)
+            raise TypeError(f"size(): argument 'dim' (position 1) must be int, not {type(in_dim).__name__}")
         if in_dim is not None and not isinstance(in_dim, int):
             raise ValueError(
                 prefix + " for an input but in_dim must be either an integer dimension or None."
@@ -113,18 +117,22 @@ def _process_inputs(in_dims, args: tuple, func) -> tuple[int, list, list, Any]:
     return sizes[0], flat_in_dims, flat_args, args_spec
 
 
-def _sample(flat_args: list, flat_in_dims: list, index: int | None) -> list:
-    """The arguments of sample `index` (zeros of a sample's shape when None: for an empty batch)."""
+def _sample(flat_args: list, flat_in_dims: list, index: int | None, level: int) -> list:
+    """The arguments of sample `index` (zeros of a sample's shape when None: for an empty batch), the mapped
+    ones marked batched at `level` (_batching.py)."""
     sample = []
     for arg, in_dim in zip(flat_args, flat_in_dims):
         if in_dim is None:
             sample.append(arg)
-        elif index is None:
+            continue
+        if index is None:
             shape = list(arg.shape)
             del shape[in_dim]
-            sample.append(ember.zeros(shape, dtype=arg.dtype, device=arg.device))
+            value = ember.zeros(shape, dtype=arg.dtype, device=arg.device)
         else:
-            sample.append(arg.select(in_dim, index))
+            value = arg.select(in_dim, index)
+        _batching.mark(value, frozenset((level,)))
+        sample.append(value)
     return sample
 
 
@@ -132,26 +140,34 @@ def _vmap_call(func, in_dims, out_dims, randomness: str, chunk_size, args: tuple
     _check_out_dims(out_dims, func)
     batch_size, flat_in_dims, flat_args, args_spec = _process_inputs(in_dims, args, func)
     start_state = _randomness.snapshot()
+    level = _batching.new_level()
+    samples: list = []  # the mapped inputs of each sample, to recognise an output that is one of them
 
     def call(index):
         if randomness == "same" or index is None:
             _randomness.restore(start_state)
         before = _randomness.snapshot() if randomness == "error" else None
-        output = func(*tree_unflatten(_sample(flat_args, flat_in_dims, index), args_spec), **kwargs)
+        sample = _sample(flat_args, flat_in_dims, index, level)
+        samples.append(sample)
+        output = func(*tree_unflatten(sample, args_spec), **kwargs)
         if before is not None and _randomness.changed_since(before):
             raise RuntimeError(_randomness.RANDOM_ERROR)
         return output
 
+    inputs = _Inputs(flat_args, flat_in_dims, samples, level)
+    with _batching.BatchTracker(level, randomness):
+        if batch_size == 0:
+            # no sample to run: run one of zeros for the output structure, then leave no trace of it
+            output = call(None)
+            _randomness.restore(start_state)
+            outputs = [[output]]
+        else:
+            step = chunk_size or batch_size
+            outputs = [[call(index) for index in range(begin, min(begin + step, batch_size))]
+                       for begin in range(0, batch_size, step)]
     if batch_size == 0:
-        # no sample to run: run one of zeros for the output structure, then leave no trace of it
-        output = call(None)
-        _randomness.restore(start_state)
-        return _stack_outputs(func, out_dims, [output], empty=True)
-    step = chunk_size or batch_size
-    chunks = [
-        _stack_outputs(func, out_dims, [call(index) for index in range(begin, min(begin + step, batch_size))])
-        for begin in range(0, batch_size, step)
-    ]
+        return _stack_outputs(func, out_dims, outputs[0], inputs, empty=True)
+    chunks = [_stack_outputs(func, out_dims, chunk, inputs if len(outputs) == 1 else None) for chunk in outputs]
     if len(chunks) == 1:
         return chunks[0]
     flat_chunks = [tree_flatten(chunk)[0] for chunk in chunks]
@@ -162,6 +178,25 @@ def _vmap_call(func, in_dims, out_dims, randomness: str, chunk_size, args: tuple
         for out_dim, pieces in zip(flat_dims, zip(*flat_chunks))
     ]
     return tree_unflatten(joined, spec)
+
+
+class _Inputs:
+    """The flattened inputs of one vmap call and the per-sample slices made of them."""
+
+    def __init__(self, flat_args: list, flat_in_dims: list, samples: list, level: int) -> None:
+        self.flat_args = flat_args
+        self.flat_in_dims = flat_in_dims
+        self.samples = samples
+        self.level = level
+
+    def source_of(self, column) -> int | None:
+        """The position of the input whose slices every entry of `column` is (`lambda x: x`), or None."""
+        first = column[0]
+        for position, value in enumerate(self.samples[0]):
+            if value is first and self.flat_in_dims[position] is not None:
+                if all(out is sample[position] for out, sample in zip(column, self.samples)):
+                    return position
+        return None
 
 
 def _flat_out_dims(func, out_dims, output, spec) -> list:
@@ -194,8 +229,11 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
 
 
-def _stack_outputs(func, out_dims, outputs: list, empty: bool = False):
-    """The per-sample outputs stacked along their out_dims (outputs with out_dim None must agree)."""
+def _stack_outputs(func, out_dims, outputs: list, inputs: _Inputs | None, empty: bool = False):
+    """The per-sample outputs stacked along their out_dims (outputs with out_dim None must not be batched).
+
+    As torch's, an output that is a mapped input itself comes back as that input (moved to out_dim: a view),
+    and an output that is one unbatched tensor for every sample comes back expanded (a view of it)."""
     name = _get_name(func)
     flat_first, spec = tree_flatten(outputs[0])
     flat_dims = _flat_out_dims(func, out_dims, outputs[0], spec)
@@ -204,7 +242,9 @@ def _stack_outputs(func, out_dims, outputs: list, empty: bool = False):
     for out_dim, column in zip(flat_dims, columns):
         first = column[0]
         if out_dim is None:
-            if isinstance(first, ember.Tensor) and not all(_same(first, other) for other in column[1:]):
+            if isinstance(first, ember.Tensor) and (
+                    any(_batching.is_batched(other, inputs.level) for other in column if inputs is not None)
+                    or not all(_same(first, other) for other in column[1:])):
                 raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
             stacked.append(first)
             continue
@@ -213,6 +253,23 @@ def _stack_outputs(func, out_dims, outputs: list, empty: bool = False):
                 f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(first)}. Did you mean to "
                 "set out_dims= to None for output?"
             )
-        result = ember.stack(list(column), dim=out_dim)
-        stacked.append(result.narrow(out_dim, 0, 0).clone() if empty else result)
+        stacked.append(_stacked_column(column, out_dim, inputs, len(outputs), empty))
     return tree_unflatten(stacked, spec)
+
+
+def _stacked_column(column, out_dim: int, inputs: _Inputs | None, batch_size: int, empty: bool):
+    first = column[0]
+    if inputs is not None and not empty:
+        position = inputs.source_of(column)
+        if position is not None:
+            arg = inputs.flat_args[position]
+            in_dim = inputs.flat_in_dims[position] % arg.dim()
+            out_dim = out_dim % arg.dim() if -arg.dim() <= out_dim < arg.dim() else out_dim
+            return arg if in_dim == out_dim else arg.movedim(in_dim, out_dim)
+        if all(other is first for other in column) and not _batching.is_batched(first, inputs.level):
+            if -first.dim() - 1 <= out_dim <= first.dim():
+                shape = list(first.shape)
+                shape.insert(out_dim % (first.dim() + 1), batch_size)
+                return first.unsqueeze(out_dim).expand(shape)
+    result = ember.stack(list(column), dim=out_dim)
+    return result.narrow(out_dim, 0, 0).clone() if empty else result

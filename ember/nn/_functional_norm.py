@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
 from .._autograd.grad_mode import state as grad_state
@@ -304,6 +305,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         b = bias.reshape(shape) if bias is not None else None
         y, mean, rstd = normalize(input, w, b, axes, eps, NORMALIZE_BATCH)
         if running_mean is not None or running_var is not None:
+            check = getattr(_dispatch.forward_ad, "check_running_stats", None)  # under vmap (func/_batching.py)
+            if check is not None:
+                check(input, running_mean, running_var)
             with no_grad():
                 batch_mean = mean.reshape(channels)
                 biased_var = (1.0 / rstd.square() - eps).reshape(channels)
