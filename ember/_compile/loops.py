@@ -21,6 +21,9 @@ im2col and col2im, and a training batch norm's forward and backward over NCHW in
   each output row once, the in-range middle as a plain (vectorised) copy when the stride is 1.  `col2im2d`
   is its adjoint (a strided convolution's input gradient): columns added back into the input's shape in
   the same kernel-offset order as NumPy's strided adds (same bits), 4.0 -> ~1 ms for a 16->32 stride-2 layer.
+- `adam_step` / `sgd_momentum_step`: an eager Adam/AdamW step is seven in-place passes per parameter (lerp_,
+  mul_, addcmul_, sqrt, div_, add_, addcdiv_), SGD with momentum three; these loops make one, rounding each
+  step as those ops do (the same bits), 30 -> 9 ms for an Adam step over 10M float32 parameters.
 - `batch_norm_forward` / `batch_norm_backward`: the generated channel-norm kernels work on (C, N * spatial)
   rows, so each call copied its arrays across layouts, and backward recomputed mean and variance (five
   passes); these read NCHW in place, backward with the forward's saved mean and rstd (two passes):
@@ -202,6 +205,58 @@ void NAME(const T* a, const T* t1, const T* t2, T* out, double value, long n) \
     _Pragma("omp simd") \
     for (long i = 0; i < n; i++) out[i] = FMA(v * t1[i], t2[i], a[i]); \
 }
+/* One Adam/AdamW step over n elements, rounded exactly as the eager step's in-place ops round it (so the same
+   bits, one pass instead of seven): p *= decay (AdamW's decoupled decay, when decoupled), exp_avg as lerp_
+   (above), exp_avg_sq as mul_(beta2) then addcmul_(g, g, 1 - beta2), then p as addcdiv_(exp_avg,
+   sqrt(exp_avg_sq) / correction + eps, step): (step * m) / denom added.  Contraction is off here: the decay's
+   product must round before the update adds to it, as two separate ops round. */
+#if defined(__clang__)
+#define EMBER_UNFUSED_OPS _Pragma("clang fp contract(off)")
+#define EMBER_NO_CONTRACTION
+#elif defined(__GNUC__)
+#define EMBER_UNFUSED_OPS
+#define EMBER_NO_CONTRACTION __attribute__((optimize("fp-contract=off")))
+#else
+#define EMBER_UNFUSED_OPS
+#define EMBER_NO_CONTRACTION
+#endif
+#define ADAM(NAME, T, FMA, ABS, SQRT) \
+EMBER_NO_CONTRACTION void NAME(T* p, const T* g, T* m, T* v, long n, double weight1, double beta2, double weight2, \
+          double correction, double eps, double step, double decay, long decoupled) \
+{ \
+    EMBER_UNFUSED_OPS \
+    T w = (T)weight1, b2 = (T)beta2, w2 = (T)weight2, c = (T)correction, e = (T)eps, s = (T)step, d = (T)decay; \
+    int small = ABS(w) < (T)0.5; \
+    _Pragma("omp simd") \
+    for (long i = 0; i < n; i++) { \
+        T gi = g[i], mi = m[i], vi = v[i] * b2, pi = p[i]; \
+        mi = small ? FMA(w, gi - mi, mi) : FMA(mi - gi, (T)1 - w, gi); \
+        vi = FMA(w2 * gi, gi, vi); \
+        T denom = SQRT(vi) / c + e; \
+        if (decoupled) pi = pi * d; \
+        T q = s * mi; \
+        p[i] = pi + q / denom; \
+        m[i] = mi; \
+        v[i] = vi; \
+    } \
+}
+/* One SGD step with momentum over n elements, as the eager step's in-place ops round it: buf = buf * momentum
+   then fma(g, 1 - dampening, buf) (add_ with alpha); nesterov: g = fma(buf, momentum, g); p = fma(g', step, p)
+   (step = -lr) where g' is buf (or the nesterov g).  `first`: the buffer is a copy of g (torch's first step). */
+#define SGD_MOMENTUM(NAME, T, FMA) \
+EMBER_NO_CONTRACTION void NAME(T* p, const T* g, T* buf, long n, double momentum, double keep, double step, \
+                               long nesterov, long first) \
+{ \
+    T mu = (T)momentum, k = (T)keep, s = (T)step; \
+    _Pragma("omp simd") \
+    for (long i = 0; i < n; i++) { \
+        T gi = g[i]; \
+        T bi = first ? gi : FMA(gi, k, buf[i] * mu); \
+        T di = nesterov ? FMA(bi, mu, gi) : bi; \
+        buf[i] = bi; \
+        p[i] = FMA(di, s, p[i]); \
+    } \
+}
 /* TOTAL += TERM(v) over channel c's values v of x (N, C, M): float blocks of <= 1024 added in double */
 #define CHANNEL_SUM(T, TOTAL, TERM) \
     for (long n = 0; n < N; n++) { \
@@ -257,6 +312,10 @@ LERP(ember_lerp_f32, float, fmaf, fabsf)
 LERP(ember_lerp_f64, double, fma, fabs)
 ADDCMUL(ember_addcmul_f32, float, fmaf)
 ADDCMUL(ember_addcmul_f64, double, fma)
+ADAM(ember_adam_f32, float, fmaf, fabsf, sqrtf)
+ADAM(ember_adam_f64, double, fma, fabs, sqrt)
+SGD_MOMENTUM(ember_sgd_momentum_f32, float, fmaf)
+SGD_MOMENTUM(ember_sgd_momentum_f64, double, fma)
 """
 
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -265,7 +324,8 @@ _ARGTYPES = {"transpose": [_P, _P] + [_L] * 7, "add_rows": [_P, _P, _P, _L, _L],
              "add_scaled": [_P, _P, _P, ctypes.c_double, _L], "im2col2d": [_P, _P] + [_L] * 18,
              "col2im2d": [_P, _P] + [_L] * 14, "batch_norm_backward": [_P] * 8 + [_L] * 5,
              "batch_norm_forward": [_P] * 6 + [ctypes.c_double] + [_L] * 5, "lerp": [_P] * 4 + [_L, _L],
-             "addcmul": [_P] * 4 + [ctypes.c_double, _L]}
+             "addcmul": [_P] * 4 + [ctypes.c_double, _L], "adam": [_P] * 4 + [_L] + [ctypes.c_double] * 7 + [_L],
+             "sgd_momentum": [_P] * 3 + [_L] + [ctypes.c_double] * 3 + [_L, _L]}
 _functions: list = []  # [None] when no compiler, else [{(name, dtype): function}]
 _lock = threading.Lock()
 
@@ -493,3 +553,59 @@ def addcmul(a: np.ndarray, t1: np.ndarray, t2: np.ndarray, value, out: np.ndarra
     fn(arrays[0].ctypes.data, arrays[1].ctypes.data, arrays[2].ctypes.data, result.ctypes.data, float(value),
        result.size)
     return _finish(result, out)
+
+
+# ---------------------------------------------------------------- fused optimizer steps
+
+_CHUNK = 1 << 16  # elements per thread's share below which a step runs on the calling thread
+
+
+def _step_arrays(arrays):
+    """The arrays of one parameter's step when a fused loop applies: NumPy, one float dtype, one shape,
+    C-contiguous, writable; else None."""
+    first = arrays[0]
+    if type(first) is not np.ndarray or first.dtype not in _FLOATS:
+        return None
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != first.dtype or a.shape != first.shape or not a.flags.c_contiguous:
+            return None
+    return arrays if all(a.flags.writeable for a in arrays) else None
+
+
+def _run_split(fn, pointers, n, args) -> None:
+    """fn(*pointers, n, *args) over n elements, split into contiguous shares over the kernel threads."""
+    from .._runtime import get_num_threads
+
+    threads = max(1, min(get_num_threads(), n // _CHUNK))
+    if threads == 1:
+        fn(*(a.ctypes.data for a in pointers), n, *args)
+        return
+    itemsize = pointers[0].itemsize
+    bounds = [n * t // threads for t in range(threads + 1)]
+    calls = [[a.ctypes.data + start * itemsize for a in pointers] + [stop - start, *args]
+             for start, stop in zip(bounds, bounds[1:])]
+    codegen._parallel(fn, calls)
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, weight1: float, beta2: float, weight2: float, correction: float,
+              eps: float, step: float, decay: float | None) -> bool:
+    """One parameter's fused Adam/AdamW step in place (see ADAM); False (nothing written) where it does not
+    apply, and the caller runs the unfused ops."""
+    arrays = _step_arrays([param, grad, exp_avg, exp_avg_sq])
+    fn = _function("adam", param.dtype) if arrays is not None else None
+    if fn is None:
+        return False
+    _run_split(fn, arrays, param.size, (weight1, beta2, weight2, correction, eps, step,
+                                        1.0 if decay is None else decay, decay is not None))
+    return True
+
+
+def sgd_momentum_step(param, grad, buffer, momentum: float, keep: float, step: float, nesterov: bool,
+                      first: bool) -> bool:
+    """One parameter's fused SGD-with-momentum step in place (see SGD_MOMENTUM); False where it does not apply."""
+    arrays = _step_arrays([param, grad, buffer])
+    fn = _function("sgd_momentum", param.dtype) if arrays is not None else None
+    if fn is None:
+        return False
+    _run_split(fn, arrays, param.size, (momentum, keep, step, bool(nesterov), bool(first)))
+    return True

@@ -118,3 +118,20 @@ def where_(condition: TensorList, value, target: TensorList):
     from .. import where
 
     return TensorList(where(c, value, t) for c, t in zip(condition, target))
+
+
+def fused_step(kernel, lists, per_tensor_args) -> bool:
+    """Run a fused in-place optimizer loop (ember/_compile/loops.py: one pass per parameter where the unfused
+    ops make several, with the same bits) on every position of `lists`, bumping each tensor's version as the
+    in-place ops would; False, with nothing written, unless it applies to all of them (NumPy float arrays of one
+    dtype and shape, contiguous; a C compiler): the caller then runs the unfused ops."""
+    from .._compile import loops
+
+    if not lists[0] or not all(loops._step_arrays([t._data for t in tensors]) is not None for tensors in zip(*lists)):
+        return False
+    for tensors, args in zip(zip(*lists), per_tensor_args):
+        if not kernel(*(t._data for t in tensors), *args):
+            return False  # no compiler: nothing was written (the check is the same for every tensor)
+        for t in tensors:
+            t._bump_version()
+    return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import zeros_like
 from .._tensor import Tensor
 from ..compiler import is_compiling
-from ._multi_tensor import TensorList, each, maximum_
+from ._multi_tensor import TensorList, each, fused_step, maximum_
 from .optimizer import (
     GroupwiseOptimizer,
     check_fused_flags,
@@ -119,6 +119,8 @@ class Adam(GroupwiseOptimizer):
         beta1, beta2 = (value_of(to_scalar(b)) for b in group["betas"])
         steps, exp_avgs, exp_avg_sqs = state["step"], state["exp_avg"], state["exp_avg_sq"]
         steps.add_(1)
+        if _fused_update(group, params, grads, state, lr, beta1, beta2):
+            return
         grads = _prepare_grads(group, params, grads, lr)
         exp_avgs.lerp_(grads, 1 - beta1)
         exp_avg_sqs.mul_(beta2).addcmul_(grads, grads, value=1 - beta2)
@@ -150,6 +152,25 @@ class Adam(GroupwiseOptimizer):
                 param.addcdiv_(exp_avg, denom, value=step_size)
 
         each(apply_update, params, exp_avgs, second_moment, bias_correction2_sqrt, step_sizes)
+
+
+def _fused_update(group, params, grads, state, lr, beta1: float, beta2: float) -> bool:
+    """Adam/AdamW's eager step as one fused loop per parameter (loops.ADAM: the same bits as the ops below, one
+    pass instead of seven), where it applies: a Python-number lr, no amsgrad/maximize/differentiable, not
+    under ember.compile (which fuses the ops itself); else False and the ops run."""
+    from .._compile import loops
+
+    if is_compiling() or group["amsgrad"] or group["maximize"] or group["differentiable"] or isinstance(lr, Tensor):
+        return False
+    weight_decay = group["weight_decay"]
+    decoupled = weight_decay != 0 and group.get("decoupled_weight_decay", False)
+    if weight_decay != 0 and not decoupled:
+        grads = grads.add(params, alpha=weight_decay)  # L2: into the gradients, as _prepare_grads
+    decay = 1 - lr * weight_decay if decoupled else None
+    eps = group["eps"]
+    arguments = [(1 - beta1, beta2, 1 - beta2, (1 - beta2**step) ** 0.5, eps, -lr / (1 - beta1**step), decay)
+                 for step in state["step"].items()]
+    return fused_step(loops.adam_step, (params, grads, state["exp_avg"], state["exp_avg_sq"]), arguments)
 
 
 def _adam_differentiable_update(params, exp_avgs, second_moments, steps, lr, beta1, beta2, eps) -> None:

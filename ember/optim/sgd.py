@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import as_tensor, zeros_like
 from .._tensor import Tensor
 from ..compiler import is_compiling
-from ._multi_tensor import TensorList, each
+from ._multi_tensor import TensorList, each, fused_step
 from .optimizer import (
     GroupwiseOptimizer,
     Optimizer,
@@ -109,6 +109,13 @@ class SGD(Optimizer):
             return
         buffers, is_new = self._momentum_buffers(params, grads)
         nesterov = group["nesterov"]
+        if not is_compiling() and not group["differentiable"] and not isinstance(step, Tensor):
+            # one fused loop per parameter (loops.SGD_MOMENTUM: apply_update's bits in one pass)
+            from .._compile import loops
+
+            arguments = [(momentum, 1 - dampening, step, nesterov, new) for new in is_new]
+            if fused_step(loops.sgd_momentum_step, (params, grads, buffers), arguments):
+                return
 
         def apply_update(param, grad, buffer, new):
             # one tensor's whole chain, so its buffer is still in cache for the update (see `each`)
