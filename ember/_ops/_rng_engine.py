@@ -84,12 +84,6 @@ class Engine:
             self.fresh = False
         return self._words.integers(0, 1 << 64, size=n, dtype=np.uint64)
 
-    def numpy_stream(self) -> np.random.Generator:
-        """A NumPy generator seeded from four words of this stream, for the samplers whose torch algorithm draws
-        a data-dependent number of words per element (poisson, gamma, binomial): reproducible under a seed
-        and restored with the state, but not torch's numbers."""
-        return np.random.Generator(np.random.PCG64(self.random(4).tolist()))
-
     # ------------------------------------------------------------ state
 
     @property

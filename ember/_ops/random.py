@@ -14,10 +14,10 @@ are bit-exact too (torch's AVX2 kernel is emulated; a CPU without AVX2 runs
 torch's libm path, an ulp away); float64 normals and the double-based samplers
 use NumPy's log/cos/sin for large arrays and may differ from glibc's by an ulp.
 `get_state()` is torch's 5056-byte CPUGeneratorImplState, interchangeable with
-torch.get_rng_state().  Exceptions, seeded and reproducible but not torch's
-numbers: poisson, _standard_gamma, _sample_dirichlet and binomial draw from a
-NumPy stream seeded from the engine (Engine.numpy_stream); the blockwise
-dropout inside scaled_dot_product_attention; and device generators, which run
+torch.get_rng_state().  poisson, _standard_gamma, _sample_dirichlet and binomial
+run torch's rejection samplers draw for draw (_rng_samplers.py).  Exceptions,
+seeded and reproducible but not torch's numbers: the blockwise dropout inside
+scaled_dot_product_attention; and device generators, which run
 this CPU engine on the host (torch's CUDA Philox streams differ).  Draws happen
 on the host and are moved to the tensor's device.  Meta tensors never draw.
 Sampling ops record autograd nodes whose gradient is zero (torch's derivatives
@@ -571,10 +571,10 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
 
 
 def _poisson_impl(xp, rate, **params):
-    """NumPy's Poisson sampler on a stream seeded from the generator (torch's draws a data-dependent number of
-    words per element): reproducible under a seed, not torch's numbers."""
-    stream = params["generator"]._rng.numpy_stream()
-    return xp.asarray(stream.poisson(_host(rate).astype(np.float64)))
+    """torch's sample_poisson, draw for draw on the generator (_rng_samplers.py): torch's numbers."""
+    from . import _rng_samplers
+
+    return xp.asarray(_rng_samplers.poisson(params["generator"]._rng, np.ascontiguousarray(_host(rate))))
 
 
 _POISSON = _sampling_op("poisson", _poisson_impl, "PoissonBackward0")

@@ -6,9 +6,8 @@ dx/dalpha = -(d/dalpha cdf(x; alpha)) / pdf(x; alpha), computed by `_standard_ga
 saddle-point and rational approximations as ATen (aten/src/ATen/native/Distributions.h, standard_gamma_grad_one), so
 the gradient of a given (alpha, sample) pair equals torch's.  `_dirichlet_grad` ports dirichlet_grad_one the same
 way; ember.distributions.Dirichlet uses it in a custom Function exactly as torch's `_Dirichlet` does.
-Samples come from a NumPy stream seeded from four words of the op's generator (Engine.numpy_stream; NOTE
-[ Random streams ] in random.py): torch's samplers draw a data-dependent number of words per element, which does
-not vectorise, so these are seeded, reproducible and saved with the generator's state, but not torch's numbers.
+Samples are torch's: its rejection samplers run draw for draw on the op's generator (_rng_samplers.py), so after
+manual_seed Gamma, Beta, Chi2, Dirichlet and binomial draws equal torch's and leave the generator where torch's do.
 """
 
 from __future__ import annotations
@@ -17,9 +16,10 @@ import math
 
 import numpy as np
 
+from .._backends import to_host
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor
-from . import special_gamma
+from . import _rng_samplers, special_gamma
 from ._api import export
 from ._shapes import broadcast_meta
 from .random import _generator_of, _not_implemented, _result_dtype, _zero_grads
@@ -201,9 +201,19 @@ def _float_kernel_check(kernel: str, tensor: Tensor) -> None:
         raise _not_implemented(kernel, tensor._dtype)
 
 
+def _sampler_dtype_check(kernel: str, tensor: Tensor) -> None:
+    """ATen's samplers dispatch over float and double only (AT_DISPATCH_FLOATING_TYPES)."""
+    if tensor._dtype.name not in ("float32", "float64"):
+        raise _not_implemented(kernel, tensor._dtype)
+
+
+def _host(array) -> np.ndarray:
+    """The values in memory order of a C-contiguous result (torch's serial kernels write the output in order)."""
+    return np.ascontiguousarray(to_host(array))
+
+
 def _standard_gamma_impl(xp, alpha, **params):
-    rng = params["generator"]._rng.numpy_stream()  # not torch's sampler: see the module docstring
-    return xp.asarray(rng.standard_gamma(np.asarray(alpha, np.float64)))
+    return xp.asarray(_rng_samplers.standard_gamma(params["generator"]._rng, _host(alpha)))
 
 
 def _standard_gamma_backward(ctx, grad):
@@ -219,6 +229,7 @@ _STANDARD_GAMMA = OpDef("_standard_gamma", _standard_gamma_impl, _standard_gamma
 def _standard_gamma(input: Tensor, generator=None) -> Tensor:
     """Gamma(input, 1) samples, differentiable in `input` through the implicit reparameterisation gradient."""
     _float_kernel_check("gamma_cpu", input)
+    _sampler_dtype_check("gamma_cpu", input)
     return call(_STANDARD_GAMMA, (input,), {"dtype": input._dtype, "generator": _generator_of(input, generator)})
 
 
@@ -244,13 +255,7 @@ def _standard_gamma_grad(input: Tensor, output: Tensor) -> Tensor:
 
 
 def _sample_dirichlet_impl(xp, concentration, **params):
-    rng = params["generator"]._rng.numpy_stream()
-    gammas = rng.standard_gamma(np.asarray(concentration, np.float64))
-    total = gammas.sum(axis=-1, keepdims=True)
-    # All-zero rows (tiny concentrations underflow) fall back to a uniform draw of the vertex, as torch does.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        samples = gammas / total
-    return xp.asarray(np.where(total > 0, samples, 0.0))
+    return xp.asarray(_rng_samplers.dirichlet(params["generator"]._rng, _host(concentration)))
 
 
 _SAMPLE_DIRICHLET = sampling_op("_sample_dirichlet", _sample_dirichlet_impl, "NotImplemented")
@@ -260,6 +265,7 @@ _SAMPLE_DIRICHLET = sampling_op("_sample_dirichlet", _sample_dirichlet_impl, "No
 def _sample_dirichlet(input: Tensor, generator=None) -> Tensor:
     """Dirichlet(input) samples along the last dim (normalised Gamma draws); a constant to autograd, as in torch."""
     _float_kernel_check("dirichlet", input)
+    _sampler_dtype_check("dirichlet", input)
     return call(_SAMPLE_DIRICHLET, (input,), {"dtype": input._dtype, "generator": _generator_of(input, generator)})
 
 
@@ -284,13 +290,8 @@ def _dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor:
 
 
 def _binomial_impl(xp, count, prob, **params):
-    rng = params["generator"]._rng.numpy_stream()
-    count = np.asarray(count, np.float64)
-    prob = np.asarray(prob, np.float64)
-    count, prob = np.broadcast_arrays(count, prob)
-    valid = np.isfinite(prob) & (prob >= 0) & (prob <= 1) & (count >= 0)
-    draws = rng.binomial(np.where(valid, count, 0).astype(np.int64), np.where(valid, prob, 0.0))
-    return xp.asarray(np.where(valid, draws, np.nan))
+    count, prob = np.broadcast_arrays(_host(count), _host(prob).astype(_host(count).dtype))
+    return xp.asarray(_rng_samplers.binomial(params["generator"]._rng, count, prob))
 
 
 _BINOMIAL = OpDef("binomial", _binomial_impl, _zero_grads, dtype_rule=_result_dtype, meta=broadcast_meta,
@@ -304,6 +305,7 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: {dt_name(count)}")
     if not prob._dtype.is_floating_point:
         raise ValueError(f"binomial only supports floating-point dtypes for prob, got: {dt_name(prob)}")
+    _sampler_dtype_check("binomial_cpu", count)
     return call(_BINOMIAL, (count, prob), {"dtype": count._dtype, "generator": _generator_of(count, generator)})
 
 
