@@ -290,3 +290,17 @@ def test_native_and_numpy_normal_fills_agree_bit_for_bit():
         native(got.ctypes.data, got.size // 16, float(np.float32(mean)), float(np.float32(std)),
                int(mean == 0 and std == 1))
         np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("n", [4096, 50_000])
+def test_randperm_large_swaps_in_c_and_resolved_vectorised(n, native, monkeypatch):
+    """Large permutations run torch's swaps in C; without a compiler the vectorised resolution gives the same."""
+    from ember._ops import _rng_kernels
+
+    if not native:
+        monkeypatch.setattr(_rng_kernels, "_native_swaps", lambda: None)
+    torch.manual_seed(9)
+    ember.manual_seed(9)
+    assert np.array_equal(ember.randperm(n).numpy(), torch.randperm(n).numpy())
+    assert np.array_equal(ember.rand(3).numpy(), torch.rand(3).numpy())
