@@ -81,6 +81,29 @@ def preserve_format_order(shape, strides) -> list | None:
 
 
 CHANNELS_LAST_ORDER = [1, 3, 2, 0]  # NHWC, innermost first
+CHANNELS_LAST_3D_ORDER = [1, 4, 3, 2, 0]  # NDHWC, innermost first
+
+
+def suggested_order(array) -> list | None:
+    """torch's suggest_memory_format() of a strided array as a dim order: CHANNELS_LAST(_3D)_ORDER when its
+    strides are like channels-last (c10's is_channels_last_strides_2d/3d: each of C, W, H(, D), N at least the
+    extent of the previous, a zero C stride and the N111 ambiguity falling back to contiguous), else None."""
+    if array.ndim not in (4, 5):
+        return None
+    order = CHANNELS_LAST_ORDER if array.ndim == 4 else CHANNELS_LAST_3D_ORDER
+    itemsize = array.itemsize
+    strides = [s // itemsize for s in array.strides]
+    if strides[1] == 0:
+        return None
+    minimum = 0
+    for d in order:
+        size = array.shape[d]
+        if size == 0 or strides[d] < minimum:
+            return None
+        if d == 0 and minimum == strides[1]:
+            return None
+        minimum = strides[d] * size if size > 1 else strides[d]
+    return order
 
 
 def empty_in_order(xp, shape, np_dtype, order):

@@ -21,7 +21,7 @@ from .._dispatch import OpDef, call, device_module, keep
 from .._tensor import Tensor, wrap_dim
 from . import views
 from ._api import export, finish_out
-from ._shapes import normalize_dims
+from ._shapes import empty_in_order, normalize_dims, suggested_order
 
 
 def _tensor_list(tensors, name: str) -> list:
@@ -67,10 +67,27 @@ def _cat_shape(shapes, dim):
 
 
 def _cat_impl(xp, *arrays, dim):
+    """torch's cat: the result is contiguous, or channels-last when every input suggests channels-last
+    (compute_output_memory_format); NumPy's concatenate would follow the first input's layout instead."""
     kept = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]
     if not kept:
         return xp.empty((0,), arrays[0].dtype)
-    return xp.concatenate(kept, axis=dim)
+    orders = [None if a.flags.c_contiguous else suggested_order(a) for a in kept]
+    order = orders[0] if orders[0] is not None and all(o == orders[0] for o in orders) else None
+    shape = list(kept[0].shape)
+    shape[dim] = sum(a.shape[dim] for a in kept)
+    out = empty_in_order(xp, tuple(shape), xp.result_type(*kept), order)
+    return xp.concatenate(kept, axis=dim, out=out)
+
+
+def _stack_impl(xp, *arrays, dim):
+    """torch's stack: cat along `dim` viewed with the new dim split off (cat of unsqueezed inputs for the
+    last dim), so the result takes cat's layout."""
+    if dim < arrays[0].ndim:
+        joined = _cat_impl(xp, *arrays, dim=dim)
+        shape = arrays[0].shape[:dim] + (len(arrays),) + arrays[0].shape[dim:]
+        return joined.reshape(shape)  # splitting one dim: always a view, as torch's
+    return _cat_impl(xp, *(a[..., None] for a in arrays), dim=dim)
 
 
 def _cat_backward(ctx, g):
@@ -95,7 +112,7 @@ def _stack_backward(ctx, g):
     return g.unbind(ctx.params["dim"])
 
 
-_STACK = OpDef("stack", lambda xp, *arrays, dim: xp.stack(arrays, axis=dim), _stack_backward, dtype_rule=_cat_rule,
+_STACK = OpDef("stack", _stack_impl, _stack_backward, dtype_rule=_cat_rule,
                upcast_half=False, meta=lambda args, p: tuple(args[0].shape[:p["dim"]]) + (len(args),)
                + tuple(args[0].shape[p["dim"]:]))
 

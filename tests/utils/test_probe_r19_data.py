@@ -1530,10 +1530,6 @@ def test_stateful_iterable_resume_with_workers_matches_torch(stop_after):
     assert got == expected
 
 
-@pytest.mark.xfail(strict=True, reason="ember.stack/cat keep NumPy's layout of permuted inputs; torch allocates the "
-                   "result contiguous (or channels-last only when every input suggests it), so a batch of "
-                   "HWC->CHW-permuted images is non-contiguous in ember and .view() on it fails "
-                   "(ember/_ops/movement.py, outside utils.data)")
 def test_collated_batch_of_permuted_images_is_contiguous_as_torch():
     def fn(lib):
         images = [np.zeros((4, 5, 3), np.float32).transpose(2, 0, 1) for _ in range(2)]
