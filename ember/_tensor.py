@@ -54,19 +54,26 @@ class Size(tuple):
         return Size(tuple(other) + tuple(self))
 
 
-def _channels_last_contiguous(array) -> bool:
-    """torch's channels-last contiguity: a 4-d array whose strides are NHWC-dense, size-1 dimensions ignored
-    (so a (N, 1, H, W) or (N, C, 1, 1) contiguous array is channels-last as well)."""
-    if array.ndim != 4:
-        return False
+# torch's channels-last memory formats: the rank each needs and its dense dim order, innermost first
+LAST_FORMATS = {"channels_last": (4, (1, 3, 2, 0)), "channels_last_3d": (5, (1, 4, 3, 2, 0))}
+
+
+def _dense_in_order(array, order) -> bool:
+    """Whether the array's strides are dense in `order` (innermost first), size-1 dimensions ignored: torch's
+    is_contiguous(memory_format=...) (so a (N, 1, H, W) or (N, C, 1, 1) contiguous array is channels-last)."""
     expected = 1
-    for dim in (1, 3, 2, 0):
+    for dim in order:
         size = array.shape[dim]
         if size != 1:
             if array.strides[dim] != expected * array.itemsize:
                 return False
             expected *= size
     return True
+
+
+def _channels_last_contiguous(array) -> bool:
+    """torch's channels-last contiguity of a 4-d array (NHWC-dense)."""
+    return array.ndim == 4 and _dense_in_order(array, LAST_FORMATS["channels_last"][1])
 
 
 class Storage:
@@ -343,8 +350,9 @@ class Tensor:
             return True
         if type(self._data) is SparseCOOArray:
             return False
-        if getattr(memory_format, "name", None) == "channels_last":
-            return _channels_last_contiguous(self._data)
+        last = LAST_FORMATS.get(getattr(memory_format, "name", None))
+        if last is not None:
+            return self._data.ndim == last[0] and _dense_in_order(self._data, last[1])
         return self._data.flags.c_contiguous
 
     def is_set_to(self, other: Tensor) -> bool:

@@ -39,3 +39,39 @@ def test_cat_and_stack_strides_as_torch(name):
     actual = _cases(ember)[name]()
     assert tuple(actual.stride()) == expected.stride() and tuple(actual.shape) == tuple(expected.shape)
     assert actual.is_contiguous() == expected.is_contiguous()
+
+
+def _memory_formats(lib):
+    x5 = lib.arange(2 * 3 * 4 * 5 * 6.0).reshape(2, 3, 4, 5, 6)
+    x4 = lib.arange(120.0).reshape(2, 3, 4, 5)
+    last3d = lib.channels_last_3d
+    return {
+        "contiguous_3d": lambda: x5.contiguous(memory_format=last3d),
+        "is_contiguous_3d": lambda: (x5.contiguous(memory_format=last3d).is_contiguous(memory_format=last3d),
+                                     x5.is_contiguous(memory_format=last3d), x4.is_contiguous(memory_format=last3d)),
+        "to_3d": lambda: x5.to(memory_format=last3d), "clone_3d": lambda: x5.clone(memory_format=last3d),
+        "empty_3d": lambda: lib.empty(2, 3, 4, 5, 6, memory_format=last3d).stride(),
+        "empty_2d": lambda: lib.empty(2, 3, 4, 5, memory_format=lib.channels_last).stride(),
+        "zeros_like_3d": lambda: lib.zeros_like(x5, memory_format=last3d),
+        "empty_like_preserved": lambda: lib.empty_like(x5.contiguous(memory_format=last3d)).stride(),
+        "rank_4_refused": lambda: x4.contiguous(memory_format=last3d),
+        "rank_5_refused": lambda: x5.contiguous(memory_format=lib.channels_last),
+        "module_to": lambda: lib.nn.Conv3d(3, 2, 1).to(memory_format=last3d).weight.stride(),
+        "back_to_contiguous": lambda: x5.contiguous(memory_format=last3d).to(memory_format=lib.contiguous_format),
+        "to_same_is_self": lambda: (lambda y: y.to(memory_format=last3d) is y)(x5.contiguous(memory_format=last3d)),
+    }
+
+
+def _outcome(fn):
+    try:
+        result = fn()
+    except RuntimeError as error:
+        return ("RuntimeError", str(error))
+    if hasattr(result, "stride"):
+        return tuple(result.stride()), result.tolist()
+    return tuple(result) if isinstance(result, tuple) else result
+
+
+@pytest.mark.parametrize("name", sorted(_memory_formats(torch)))
+def test_channels_last_3d_as_torch(name):
+    assert _outcome(_memory_formats(ember)[name]) == _outcome(_memory_formats(torch)[name])

@@ -84,6 +84,20 @@ CHANNELS_LAST_ORDER = [1, 3, 2, 0]  # NHWC, innermost first
 CHANNELS_LAST_3D_ORDER = [1, 4, 3, 2, 0]  # NDHWC, innermost first
 
 
+def format_order(memory_format, ndim: int) -> list | None:
+    """The dim order (innermost first) torch.channels_last / channels_last_3d asks for, with torch's error for a
+    tensor of another rank; None for the other formats (contiguous, preserve, None)."""
+    from .._tensor import LAST_FORMATS
+
+    name = getattr(memory_format, "name", None)
+    if name not in LAST_FORMATS:
+        return None
+    rank, order = LAST_FORMATS[name]
+    if ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    return list(order)
+
+
 def suggested_order(array) -> list | None:
     """torch's suggest_memory_format() of a strided array as a dim order: CHANNELS_LAST(_3D)_ORDER when its
     strides are like channels-last (c10's is_channels_last_strides_2d/3d: each of C, W, H(, D), N at least the

@@ -11,9 +11,9 @@ from .._backends import MetaArray, pinned_empty, to_device, to_host
 from .._backends import is_pinned as _backend_is_pinned
 from .._device import as_device
 from .._dispatch import OpDef, call, keep
-from .._tensor import Tensor, _channels_last_contiguous
+from .._tensor import Tensor
 from ._api import export
-from ._shapes import copy_preserving_format
+from ._shapes import copy_preserving_format, empty_in_order, format_order, suggested_order
 
 
 def _cast_impl(xp, a, dtype):
@@ -41,29 +41,22 @@ _CONTIGUOUS = OpDef("clone", lambda xp, a: a.copy(), lambda ctx, g: g, dtype_rul
 _CONTIGUOUS.quantized = True
 
 
-def _channels_last_impl(xp, a):
-    return xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+def _in_order_impl(xp, a, order):
+    out = empty_in_order(xp, a.shape, a.dtype, list(order))
+    out[...] = a
+    return out
 
 
-# clone / contiguous(memory_format=torch.channels_last): the same values stored NHWC (the array's strides say so,
-# as a torch tensor's do).  Float kernels ignore the layout; quantized ones pick torch's channels-last kernels by
-# it (NOTE [ QuantizedCPU vector and scalar paths ] in quantized_numerics.py).
-_CHANNELS_LAST = OpDef("clone", _channels_last_impl, lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
+# clone / contiguous(memory_format=torch.channels_last or channels_last_3d): the same values stored NHWC / NDHWC
+# (the array's strides say so, as a torch tensor's do).  Float kernels ignore the layout; quantized ones pick
+# torch's channels-last kernels by it (NOTE [ QuantizedCPU vector and scalar paths ] in quantized_numerics.py).
+_CHANNELS_LAST = OpDef("clone", _in_order_impl, lambda ctx, g: g, dtype_rule=keep, upcast_half=False,
                        meta=lambda args, p: args[0].shape)
 _CHANNELS_LAST.quantized = True
 
 
-def _is_channels_last_format(memory_format) -> bool:
-    return getattr(memory_format, "name", None) == "channels_last"
-
-
 def _is_contiguous_format(memory_format) -> bool:
     return getattr(memory_format, "name", None) == "contiguous_format"
-
-
-def _check_channels_last(input: Tensor) -> None:
-    if input.ndim != 4:
-        raise RuntimeError("required rank 4 tensor to use channels_last format")
 
 
 _TO_SIGNATURES = (
@@ -155,19 +148,19 @@ def _to_memory_format(self: Tensor, memory_format, device, dtype, copy: bool) ->
     """to(..., memory_format=torch.contiguous_format / torch.channels_last).  As torch's, this returns self
     when nothing else changes and the tensor's suggested format (channels-last strides, else contiguous) is
     the one asked for, even for a non-contiguous tensor."""
-    channels_last = _is_channels_last_format(memory_format)
-    if channels_last:
-        _check_channels_last(self)
+    order = format_order(memory_format, self.ndim)
     converted = to(self, device, dtype, copy=copy)
     if converted is self:
-        suggested = self.ndim == 4 and not self.is_contiguous() and _channels_last_contiguous(self._data)
-        if suggested == channels_last:
+        suggested = None if self.is_contiguous() else suggested_order(self._data)
+        if suggested == order:
             return self
-    elif channels_last and _channels_last_contiguous(converted._data):
+    elif order is not None and converted.is_contiguous(memory_format=memory_format):
         return converted
-    elif not channels_last and converted.is_contiguous():
+    elif order is None and converted.is_contiguous():
         return converted
-    return call(_CHANNELS_LAST if channels_last else _CONTIGUOUS, (converted,))
+    if order is None:
+        return call(_CONTIGUOUS, (converted,))
+    return call(_CHANNELS_LAST, (converted,), {"order": tuple(order)})
 
 
 def _move(tensor: Tensor, device) -> Tensor:
@@ -206,9 +199,9 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy with its own storage (gradients flow back unchanged).  The default, torch.preserve_format, keeps
     the input's layout (NOTE [ preserve_format ] in _shapes.py); torch.contiguous_format stores it in C order,
     torch.channels_last NHWC."""
-    if _is_channels_last_format(memory_format):
-        _check_channels_last(input)
-        return call(_CHANNELS_LAST, (input,))
+    order = format_order(memory_format, input.ndim)
+    if order is not None:
+        return call(_CHANNELS_LAST, (input,), {"order": tuple(order)})
     if _is_contiguous_format(memory_format):
         return call(_CONTIGUOUS, (input,))
     return call(_CLONE, (input,))
@@ -218,9 +211,11 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     """self if already contiguous in `memory_format` (C order by default, NHWC for torch.channels_last), else a
     copy that is."""
-    if _is_channels_last_format(memory_format):
-        _check_channels_last(input)
-        return input if input.is_contiguous(memory_format=memory_format) else call(_CHANNELS_LAST, (input,))
+    order = format_order(memory_format, input.ndim)
+    if order is not None:
+        if input.is_contiguous(memory_format=memory_format):
+            return input
+        return call(_CHANNELS_LAST, (input,), {"order": tuple(order)})
     if input.is_contiguous():
         return input
     if getattr(memory_format, "name", None) == "preserve_format":

@@ -23,7 +23,7 @@ from .._device import as_device
 from .._dispatch import device_module
 from .._tensor import SCALAR_NAMES, Storage, Tensor
 from ._api import export
-from ._shapes import CHANNELS_LAST_ORDER, array_order, empty_in_order
+from ._shapes import array_order, empty_in_order, format_order
 
 
 def _refuse_quantized(dtype: dt.dtype) -> None:
@@ -436,7 +436,10 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 @export(method=False)
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, **kwargs) -> Tensor:
-    return _filled(None, _keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, out)
+    result = _filled(None, _keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, out)
+    if format_order(memory_format, result.ndim) is not None:  # channels-last strides, as torch's empty
+        return like_layout(result, result, memory_format)
+    return result
 
 
 def _keyword_size(size, kwargs, name):
@@ -484,10 +487,8 @@ def like_layout(result: Tensor, input: Tensor, memory_format) -> Tensor:
     if name == "contiguous_format":
         return result
     array = result._data
-    if name == "channels_last":
-        if array.ndim != 4:
-            raise RuntimeError("required rank 4 tensor to use channels_last format")
-        order = CHANNELS_LAST_ORDER
+    if name in ("channels_last", "channels_last_3d"):
+        order = format_order(memory_format, array.ndim)
     elif isinstance(input._data, MetaArray) or isinstance(array, MetaArray):
         return result
     else:
