@@ -49,10 +49,10 @@ def step(mode: str, x_proj: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr):
         hidden = F.linear(h, w_hh, b_hh)
         x_r, x_z, x_n = x_proj.chunk(3, 1)
         h_r, h_z, h_n = hidden.chunk(3, 1)
-        r = (x_r + h_r).sigmoid()
-        z = (x_z + h_z).sigmoid()
-        n = (x_n + r * h_n).tanh()
-        return (1 - z) * n + z * h, None
+        r = (h_r + x_r).sigmoid()
+        z = (h_z + x_z).sigmoid()
+        n = (x_n + h_n * r).tanh()
+        return (h - n) * z + n, None  # torch's GRUCell: (hidden - new_gate) * input_gate + new_gate
     pre = x_proj + F.linear(h, w_hh, b_hh)
     return (pre.tanh() if mode == "RNN_TANH" else F.relu(pre)), None
 

@@ -183,8 +183,11 @@ class RNNBase(Module):
                                      input if not packed else data)
         weights = [self._weights(layer, direction) for layer in range(self.num_layers)
                    for direction in range(num_directions)]
-        output, h_n, c_n = rnn_layers(self.mode, steps if packed else input, batch_sizes_list, h0, c0, weights,
-                                      self.num_layers, self.bidirectional, self.dropout, self.training)
+        if is_lstm and not packed and self.proj_size == 0 and _lstm_autocasts(input):
+            output, h_n, c_n = _bfloat16_lstm(input, h0, c0, weights, self)
+        else:
+            output, h_n, c_n = rnn_layers(self.mode, steps if packed else input, batch_sizes_list, h0, c0, weights,
+                                          self.num_layers, self.bidirectional, self.dropout, self.training)
         if packed:
             output = PackedSequence(_cat(output), batch_sizes, sorted_indices, unsorted_indices)
             if unsorted_indices is not None:
@@ -226,6 +229,33 @@ class RNNBase(Module):
             h0 = h0.index_select(1, sorted_indices)
             c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
         return h0, c0
+
+
+def _lstm_autocasts(input: Tensor) -> bool:
+    """torch's CPU LSTM is on autocast's lower-precision list for bfloat16 (it runs oneDNN's bfloat16 LSTM and
+    returns bfloat16); packed and projected LSTMs, and float16, keep float32."""
+    from ..._dtype import bfloat16
+    from ...amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
+
+    return (input.device.type == "cpu" and is_autocast_enabled("cpu") and get_autocast_dtype("cpu") is bfloat16
+            and input.dtype.is_floating_point)
+
+
+def _bfloat16_lstm(input, h0, c0, weights, module):
+    """The LSTM as oneDNN's bfloat16 kernel takes it: input, states and weights rounded to bfloat16, the gates
+    computed in float32 (autocast off, as inside the kernel), the outputs returned in bfloat16."""
+    from ..._dtype import bfloat16, float32
+    from ...amp.autocast_mode import autocast
+
+    def rounded(tensor):
+        return None if tensor is None else tensor.to(bfloat16).to(float32)
+
+    with autocast("cpu", enabled=False):
+        weights = [tuple(rounded(w) for w in group) for group in weights]
+        output, h_n, c_n = rnn_layers("LSTM", rounded(input), [input.shape[1]] * input.shape[0], rounded(h0),
+                                      rounded(c0), weights, module.num_layers, module.bidirectional, module.dropout,
+                                      module.training)
+    return output.to(bfloat16), h_n.to(bfloat16), c_n.to(bfloat16)
 
 
 class RNN(RNNBase):
