@@ -427,7 +427,5 @@ def test_ldl_factor():
     _assert_same(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="logcumsumexp has no complex kernel in ember (torch's scan uses its complex "
-                                       "_log_add_exp_helper)")
-def test_logcumsumexp_complex_missing():
+def test_logcumsumexp_complex():
     _assert_same(lambda lib: lib.logcumsumexp(lib.tensor([1 + 1j, 2 - 1j, -1 + 0.5j]), 0))

@@ -228,7 +228,37 @@ def cummin(input: Tensor, dim: int, *, out=None):
 
 
 def _logcumsumexp_impl(xp, a, dim, reverse):
+    if a.dtype.kind == "c":
+        return _along(xp, lambda values, axis: _complex_log_add_exp_scan(xp, values, axis), a, dim, reverse)
     return _along(xp, xp.logaddexp.accumulate, a, dim, reverse)
+
+
+def _complex_log_add_exp(xp, x, y):
+    """ATen's complex _log_add_exp_helper: log1p(exp(min - max)) + max with min/max by real part (the imaginary
+    part is not wrapped to (-pi, pi], as torch's is not); NaNs infect, equal infinite real parts are special."""
+    swap = x.real > y.real
+    low, high = xp.where(swap, y, x), xp.where(swap, x, y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = xp.log1p(xp.exp(low - high)) + high
+        infinite = ~xp.isfinite(low.real) & (low.real == high.real)
+        if infinite.any():
+            both = xp.log(xp.exp(low) + xp.exp(high))
+            result = xp.where(infinite, xp.where(low.real < 0, low, both), result)
+    nan = xp.isnan(low.real) | xp.isnan(low.imag)
+    return xp.where(nan, xp.asarray(complex(np.nan, np.nan), low.dtype), result)
+
+
+def _complex_log_add_exp_scan(xp, a, axis):
+    """The running log-add-exp of a complex array along `axis`, element by element as torch's scan."""
+    moved = xp.moveaxis(a, axis, 0)
+    out = xp.empty_like(moved)
+    if moved.shape[0]:
+        accumulator = moved[0]
+        out[0] = accumulator
+        for index in range(1, moved.shape[0]):
+            accumulator = _complex_log_add_exp(xp, moved[index], accumulator)
+            out[index] = accumulator
+    return xp.moveaxis(out, 0, axis)
 
 
 def _logcumsumexp_backward(ctx, g):
@@ -236,6 +266,9 @@ def _logcumsumexp_backward(ctx, g):
     x, result = ctx.inputs[0], ctx.result
     if x.ndim == 0:
         return g
+    if x._dtype.is_complex:  # torch's complex formula: a reversed cumsum of g / conj(exp(result)), times conj(exp(x))
+        dim = ctx.params["dim"]
+        return (g / result.exp().conj()).flip(dim).cumsum(dim).flip(dim) * x.exp().conj()
     lowest = float(np.finfo(x._dtype.np_dtype if x._dtype.np_dtype.kind == "f" else np.float32).min)
     log_abs = g.abs().log()
     positive = log_abs.masked_fill(g <= 0, lowest)
@@ -246,10 +279,10 @@ def _logcumsumexp_backward(ctx, g):
     return out_positive - out_negative
 
 
-def _float_scan_rule(name):
+def _float_scan_rule(name, complex_ok: bool = False):
     def rule(args, params):
         dtype = args[0]._dtype
-        if dtype.category != 2:
+        if dtype.category != 2 and not (complex_ok and dtype.category == 3):
             raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{SCALAR_NAMES[dtype.name]}\'')
         return dtype, dtype
 
@@ -257,7 +290,7 @@ def _float_scan_rule(name):
 
 
 _LOGCUMSUMEXP = OpDef("logcumsumexp", _logcumsumexp_impl, _logcumsumexp_backward,
-                      dtype_rule=_float_scan_rule("logcumsumexp"), saves=SAVE_INPUTS | SAVE_RESULT)
+                      dtype_rule=_float_scan_rule("logcumsumexp", complex_ok=True), saves=SAVE_INPUTS | SAVE_RESULT)
 
 
 @export

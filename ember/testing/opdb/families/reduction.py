@@ -349,7 +349,7 @@ OPS = [
            supports_out=True),
     OpInfo("cummax", _cumulative_extreme_samples, dtypes=ALL_TYPES, method="cummax"),
     OpInfo("cummin", _cumulative_extreme_samples, dtypes=ALL_TYPES, method="cummin"),
-    OpInfo("logcumsumexp", _logcumsumexp_samples, dtypes=FLOATING + ("int64",), method="logcumsumexp",
+    OpInfo("logcumsumexp", _logcumsumexp_samples, dtypes=FLOAT_AND_COMPLEX + ("int64",), method="logcumsumexp",
            supports_out=True),
     OpInfo("diff", _diff_samples, dtypes=ALL_TYPES, method="diff", supports_out=True, error_inputs=_diff_errors),
 ]
