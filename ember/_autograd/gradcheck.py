@@ -135,6 +135,8 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
                 "point or complex. ",
                 stacklevel=2,
             )
+    if fast_mode and not check_forward_ad and _real_inputs(inputs):
+        return _fast_gradcheck(func, inputs, eps, atol, rtol, nondet_tol, raise_exception)
     numerical, outputs, targets = _numerical_jacobians(func, inputs, eps)
     if not targets:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
@@ -165,6 +167,112 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     if not _zero_grad_output_gives_zero(func, inputs, targets):
         return _failure("backward not multiplied by grad_output", raise_exception)
     return True
+
+
+def _real_inputs(inputs) -> bool:
+    return all(not (hasattr(x, "_data") and x.requires_grad and x.is_complex()) for x in inputs)
+
+
+def _random_unit(numel: int, generator, like):
+    """torch's _vec_from_tensor: rand(numel) (default dtype) from the check's own generator, converted to the
+    tensor's dtype and divided by its norm."""
+    from .. import rand
+
+    vector = rand(numel, generator=generator).to(like.dtype)
+    return vector / vector.norm()
+
+
+_FAST_MODE_NOTE = (
+    "\nThe above quantities relating the numerical and analytical jacobians are computed \n"
+    "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
+    "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
+)
+_FAST_FAIL_SLOW_OK = (
+    "Fast gradcheck failed but element-wise differences are small. This means that the\n"
+    "test might've passed in slow_mode!\n\n"
+    "If you are adding a new operator, please file an issue and then use one of the\n"
+    "workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:\n\n"
+    "If the test\n"
+    "- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck\n"
+    "  with `fast_mode=False` as a keyword argument.\n"
+    "- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test\n"
+    "  to have `gradcheck_fast_mode=False`\n"
+    "- is a Module test (e.g., in common_nn.py), then modify the corresponding\n"
+    "  module_test entry to have `gradcheck_fast_mode=False`\n"
+)
+
+
+def _fast_gradcheck(func, inputs, eps, atol, rtol, nondet_tol, raise_exception) -> bool:
+    """torch's fast mode (pytorch/pytorch#53876): v^T J u for random unit u (per input) and v (per output),
+    numerically by a central difference along u and analytically by one vjp with v, compared with atol scaled
+    by sum(u) * sum(v).  u and v come from a fresh Generator (torch's default seed), so they are torch's."""
+    from .. import Generator
+    from .functions import grad
+
+    targets = [i for i, x in enumerate(inputs) if hasattr(x, "_data") and x.requires_grad]
+    if not targets:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them "
+                         "have requires_grad=True.")
+    outputs = _differentiable(_as_tuple(func(*inputs)))
+    generator = Generator()
+    all_u = [_random_unit(inputs[i].numel(), generator, inputs[i]) for i in targets]
+    all_v = [_random_unit(o.numel(), generator, o) for o in outputs]
+    numerical = []  # [input][output]: v . (f(x + eps u) - f(x - eps u)) / (2 eps)
+    for i, u in zip(targets, all_u):
+        entry = inputs[i].data  # torch perturbs input.data: its own version counter, so saved tensors stay valid
+        original = entry.clone()
+        step = u.reshape(entry.shape) * eps
+        entry.copy_(original - step)
+        below = [o.detach().clone() for o in _differentiable(_as_tuple(func(*inputs)))]
+        entry.copy_(original + step)
+        above = [o.detach().clone() for o in _differentiable(_as_tuple(func(*inputs)))]
+        entry.copy_(original)
+        numerical.append([float((v * ((b - a) / (2 * eps)).reshape(-1)).sum())
+                          for v, a, b in zip(all_v, below, above)])
+    analytical = []  # [output][input]: (v^T J) . u
+    for output, v in zip(outputs, all_v):
+        if output.requires_grad:
+            first = grad([output], [inputs[i] for i in targets], [v.reshape(output.shape)], retain_graph=True,
+                         allow_unused=True)
+            again = grad([output], [inputs[i] for i in targets], [v.reshape(output.shape)], retain_graph=True,
+                         allow_unused=True)
+            for g, h in zip(first, again):
+                if g is not None and h is not None and float((g - h).abs().max()) > nondet_tol:
+                    return _failure("Backward is not reentrant, i.e., running backward with same input and "
+                                    "grad_output multiple times gives different values, although analytical "
+                                    "gradient matches numerical gradient.The tolerance for nondeterminism was "
+                                    f"{nondet_tol}." + _NONDET_NOTE, raise_exception)
+        else:
+            first = [None] * len(targets)
+        row = [0.0 if g is None else float((g.reshape(-1) * u).sum()) for g, u in zip(first, all_u)]
+        analytical.append(row)
+    for position, i in enumerate(targets):
+        for j in range(len(outputs)):
+            n, a = numerical[position][j], analytical[j][position]
+            tolerance = atol * float(all_u[position].sum()) * float(all_v[j].sum())
+            if not abs(a - n) <= tolerance + rtol * abs(n):
+                message = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
+                           f"numerical:{n!r}\nanalytical:{a!r}\n")
+                return _failure(message + _slow_mode_report(func, inputs, targets, i, j, eps, atol, rtol),
+                                raise_exception)
+    if not _zero_grad_output_gives_zero(func, inputs, targets):
+        return _failure("backward not multiplied by grad_output", raise_exception)
+    return True
+
+
+def _slow_mode_report(func, inputs, targets, i, j, eps, atol, rtol) -> str:
+    """torch's fast-mode failure appendix: the slow-mode Jacobians of the failing pair."""
+    numerical, outputs, _ = _numerical_jacobians(func, inputs, eps)
+    analytical = _analytical_jacobians(func, inputs, targets, len(outputs))
+    slow_numerical = numerical[(i, j)]
+    slow_analytical = analytical.get((i, j), np.zeros_like(slow_numerical))
+    difference = float(np.abs(slow_numerical - slow_analytical).max(initial=0))
+    message = (_FAST_MODE_NOTE + f"Numerical:\n {_as_tensor(slow_numerical, inputs[i])}\n"
+               f"Analytical:\n{_as_tensor(slow_analytical, inputs[i])}\n\n"
+               f"The max per-element difference (slow mode) is: {difference}.\n")
+    if np.allclose(slow_analytical, slow_numerical, rtol=rtol, atol=atol):
+        message += _FAST_FAIL_SLOW_OK
+    return message
 
 
 def _zero_grad_output_gives_zero(fn, inputs, targets) -> bool:

@@ -2462,8 +2462,6 @@ def test_backward_create_graph_warns_once_per_process():
 MESSAGE_CHARS = {"gradgradcheck_once_diff": 55, "gradgradcheck_wrong": 55}
 XFAIL = {
     "raw_saved_hooks": "grad_fn._raw_saved_* (SavedVariable.register_hooks on one saved tensor) is not implemented",
-    "gradcheck_wrong_fast": "gradcheck(fast_mode=True) runs the slow check and reports full Jacobians, not torch's "
-    "fast-mode scalars",
 }
 
 
