@@ -293,6 +293,74 @@ class SavedTensor:
         return alias
 
 
+class _CheckedSaved(SavedTensor):
+    """A saved input kept as it was (version-checked at use) beside one repacked by _raw_saved hooks."""
+
+    __slots__ = ("value", "version")
+
+    def __init__(self, value, version) -> None:  # noqa: D107 - no packing: the value itself is kept
+        self.value = value
+        self.version = version
+
+    def unpack(self, node):
+        if self.version is not None and self.value._version != self.version:
+            raise input_version_error(self.value, self.version)
+        return self.value
+
+
+class RawSavedTensor:
+    """torch._C._autograd.SavedTensor: one value a node saved (`grad_fn._raw_saved_self`, `_other`, `_result`).
+    register_hooks(pack, unpack) packs it now and unpacks it when backward reads it, as SavedVariable's hooks
+    (no version check through hooks, as there)."""
+
+    __slots__ = ("_node", "_input", "_output")
+
+    def __init__(self, node, input_index, output_index) -> None:
+        self._node, self._input, self._output = node, input_index, output_index
+
+    def unpack(self):
+        node = self._node
+        if self._output is not None:
+            return node.saved_output(self._output)
+        return node.inputs[self._input]
+
+    @property
+    def data(self):
+        return self.unpack().detach()
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, arg0: collections.abc.Callable, "
+                            "arg1: collections.abc.Callable) -> None")
+        node, hooks = self._node, (pack_hook, unpack_hook)
+        if self._output is not None:
+            entries = list(node._result)
+            if type(entries[self._output]) is SavedTensor:
+                raise RuntimeError(_HOOKS_SET)
+            value = node.saved_output(self._output)
+            entries[self._output] = SavedTensor(_output_alias(node, self._output, value), hooks, is_output=True)
+            node._result = tuple(entries)
+            return
+        saved, versions = node._saved, node._saved_versions
+        if versions is None and type(saved[self._input]) is SavedTensor:
+            raise RuntimeError(_HOOKS_SET)
+        value = node.inputs[self._input]
+        entries = []
+        for index, entry in enumerate(saved):
+            if index == self._input:
+                entries.append(SavedTensor(value, hooks))
+            elif versions is None or not hasattr(entry, "_storage"):
+                entries.append(entry)  # packed already, or a number
+            else:
+                entries.append(_CheckedSaved(entry, versions[index]))
+        node._saved, node._saved_versions, node._unpacked = tuple(entries), None, None
+
+
+_HOOKS_SET = ("Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one pair of "
+              "hooks is allowed at a time.")
+
+
 class OpNode(Node):
     """The backward of one op call.  Subclassed per op so that `type(grad_fn).__name__` reads like torch's."""
 
@@ -351,7 +419,7 @@ class OpNode(Node):
             raise RuntimeError(f"{self.name()} did not save its inputs")
         if self._saved_versions is None:
             if self._unpacked is None:
-                self._unpacked = tuple(a.unpack(self) if type(a) is SavedTensor else a for a in saved)
+                self._unpacked = tuple(a.unpack(self) if isinstance(a, SavedTensor) else a for a in saved)
             return self._unpacked
         for value, version in zip(saved, self._saved_versions):
             if version is not None and value._version != version:
@@ -365,13 +433,12 @@ class OpNode(Node):
             if self._released:
                 raise RuntimeError(FREED_MESSAGE)
             raise RuntimeError(f"{self.name()} did not save its result")
-        if type(results[0]) is SavedTensor:
-            unpacked = []
-            for saved in results:
-                unpacked.append(saved.unpack(self))
-            return unpacked[0] if len(unpacked) == 1 else tuple(unpacked)
         unpacked = []
-        for nr, (data, storage, counter, version, dtype, device) in enumerate(results):
+        for nr, entry in enumerate(results):
+            if type(entry) is SavedTensor:  # saved through hooks (saved_tensors_hooks, _raw_saved_result)
+                unpacked.append(entry.unpack(self))
+                continue
+            data, storage, counter, version, dtype, device = entry
             tensor = _saved_result_tensor(data, storage, counter, dtype, device)
             if counter_version(storage, counter) != version:
                 raise version_error(tensor, self, version, nr)
@@ -413,6 +480,11 @@ class OpNode(Node):
         index = {"_saved_self": 0, "_saved_other": 1}.get(name)
         if index is not None and saves & 1 and index < len(self.input_meta):
             return self.inputs[index]
+        if name == "_raw_saved_result" and saves & 2:
+            return RawSavedTensor(self, None, 0)
+        index = {"_raw_saved_self": 0, "_raw_saved_other": 1}.get(name)
+        if index is not None and saves & 1 and index < len(self.input_meta):
+            return RawSavedTensor(self, index, None)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     @property

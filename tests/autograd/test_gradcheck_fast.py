@@ -47,3 +47,35 @@ def _outcome(lib, name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fast_mode_as_torch(name):
     assert _outcome(ember, name) == _outcome(torch, name)
+
+
+def _raw_saved(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.exp()
+    saved = y.grad_fn._raw_saved_result
+    saved.register_hooks(lambda v: v, lambda v: v * 0)
+    again = _outcome_of(lambda: saved.register_hooks(lambda v: v, lambda v: v))
+    y.sum().backward()
+    first = x.grad.clone()
+    z = x * x
+    z.grad_fn._raw_saved_self.register_hooks(lambda v: v.detach() * 10, lambda v: v)
+    z.sum().backward()
+    w = x * x
+    other = w.grad_fn._raw_saved_other
+    other.register_hooks(lambda v: v.detach() + 1, lambda v: v)
+    unpacked = other.unpack().tolist()
+    w.sum().backward()
+    return again, first.tolist(), x.grad.tolist(), unpacked, _outcome_of(
+        lambda: x.exp().grad_fn._raw_saved_result.register_hooks(lambda v: v, 5))[0]
+
+
+def _outcome_of(fn):
+    try:
+        fn()
+    except Exception as error:  # noqa: BLE001 - the test compares whatever was raised
+        return type(error).__name__, str(error).split("\n")[0]
+    return ("ok",)
+
+
+def test_raw_saved_hooks_as_torch():
+    assert _raw_saved(ember) == _raw_saved(torch)

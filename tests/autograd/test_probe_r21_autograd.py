@@ -2461,7 +2461,6 @@ def test_backward_create_graph_warns_once_per_process():
 # gradgradcheck draws its own random grad_outputs (not torch's stream): compare only the failing Jacobian's name.
 MESSAGE_CHARS = {"gradgradcheck_once_diff": 55, "gradgradcheck_wrong": 55}
 XFAIL = {
-    "raw_saved_hooks": "grad_fn._raw_saved_* (SavedVariable.register_hooks on one saved tensor) is not implemented",
 }
 
 
