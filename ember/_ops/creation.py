@@ -394,8 +394,10 @@ def cast_fill_value(value, dtype: dt.dtype):
     return value
 
 
-def _filled(fill, size, dtype, device, requires_grad, out=None):
-    """A new tensor of `size` filled with fill (None: uninitialised), or written into `out`."""
+def _filled(fill, size, dtype, device, requires_grad, out=None, order=None):
+    """A new tensor of `size` filled with fill (None: uninitialised), or written into `out`; `order` (dims,
+    innermost first) lays it out other than in C order (a *_like of a transposed or channels-last tensor), and
+    is part of the recipe a compiled graph remakes it by."""
     dtype = _factory_dtype(dtype, out)
     if device is None and out is not None:
         device = out._device
@@ -404,7 +406,11 @@ def _filled(fill, size, dtype, device, requires_grad, out=None):
         result = Tensor._make(MetaArray(size, dtype.np_dtype), dtype, device)
     else:
         xp = device_module(device)
-        if fill is None:
+        if order is not None:
+            array = empty_in_order(xp, tuple(size), dtype.np_dtype, list(order))
+            if fill is not None:
+                array[...] = fill
+        elif fill is None:
             array = xp.empty(size, dtype.np_dtype)
         elif fill == 0:
             array = xp.zeros(size, dtype.np_dtype)
@@ -417,7 +423,8 @@ def _filled(fill, size, dtype, device, requires_grad, out=None):
 
         return write_out(out, result)
     if _dispatch.tracer is not None and not requires_grad:
-        _dispatch.note_recipe(result, _filled, (fill, tuple(size), dtype, device, False), {})
+        _dispatch.note_recipe(result, _filled, (fill, tuple(size), dtype, device, False),
+                              {} if order is None else {"order": tuple(order)})
     return result
 
 
@@ -436,10 +443,9 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 @export(method=False)
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, **kwargs) -> Tensor:
-    result = _filled(None, _keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, out)
-    if format_order(memory_format, result.ndim) is not None:  # channels-last strides, as torch's empty
-        return like_layout(result, result, memory_format)
-    return result
+    size = _keyword_size(size, kwargs, "empty")
+    order = format_order(memory_format, len(size)) if out is None else None  # channels-last strides, as torch's
+    return _filled(None, size, dtype, device, requires_grad, out, order=order)
 
 
 def _keyword_size(size, kwargs, name):
@@ -502,30 +508,46 @@ def like_layout(result: Tensor, input: Tensor, memory_format) -> Tensor:
     return result
 
 
+def like_order(input: Tensor, memory_format, ndim: int):
+    """The dim order (innermost first) of a *_like result: the input's for preserve_format (NOTE
+    [ preserve_format ] in _shapes.py), NHWC / NDHWC for the channels-last formats; None for C order."""
+    name = getattr(memory_format, "name", "preserve_format")
+    if name == "contiguous_format":
+        return None
+    if name in ("channels_last", "channels_last_3d"):
+        return format_order(memory_format, ndim)
+    if isinstance(input._data, MetaArray):
+        return None
+    return array_order(input._data)
+
+
+def _filled_like(fill, input, dtype, device, requires_grad, memory_format) -> Tensor:
+    size, dtype, device = _like(input, dtype, device)
+    order = like_order(input, memory_format, len(size))
+    return _batched_like(_filled(fill, size, dtype, device, requires_grad, order=order), input)
+
+
 @export(method=False)
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    size, dtype, device = _like(input, dtype, device)
-    return like_layout(_filled(0, size, dtype, device, requires_grad), input, memory_format)
+    return _filled_like(0, input, dtype, device, requires_grad, memory_format)
 
 
 @export(method=False)
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    size, dtype, device = _like(input, dtype, device)
-    return like_layout(_filled(1, size, dtype, device, requires_grad), input, memory_format)
+    return _filled_like(1, input, dtype, device, requires_grad, memory_format)
 
 
 @export(method=False)
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    size, dtype, device = _like(input, dtype, device)
-    return like_layout(_filled(None, size, dtype, device, requires_grad), input, memory_format)
+    return _filled_like(None, input, dtype, device, requires_grad, memory_format)
 
 
 @export(method=False)
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    size, dtype, device = _like(input, dtype, device)
-    fill_value = cast_fill_value(_fill_scalar(fill_value, "full_like"), dtype)
-    return like_layout(_filled(fill_value, size, dtype, device, requires_grad), input, memory_format)
+    _, checked_dtype, _ = _like(input, dtype, device)
+    fill_value = cast_fill_value(_fill_scalar(fill_value, "full_like"), checked_dtype)
+    return _filled_like(fill_value, input, dtype, device, requires_grad, memory_format)
 
 
 @export(method=False)
