@@ -6,6 +6,7 @@ They are accepted and stored; on the CPU none changes a result.  On CUDA,
 
 from __future__ import annotations
 
+import sys
 import types
 
 from .. import _runtime
@@ -55,3 +56,9 @@ class _MhaFlags(types.SimpleNamespace):
 
 
 mha = _MhaFlags()
+
+# `import torch.backends.cudnn as cudnn` (a training script's classic line) imports a submodule: each namespace
+# above is registered under its module name, so such imports find it (attribute access needs nothing).
+for _name in ("cpu", "cuda", "cudnn", "mha", "mkldnn", "mps", "openmp", "opt_einsum"):
+    sys.modules[f"{__name__}.{_name}"] = globals()[_name]
+del _name
