@@ -111,6 +111,7 @@ from . import optim  # noqa: E402
 from . import distributed  # noqa: E402
 from . import utils  # noqa: E402
 from ._ops.misc import is_tensor, is_floating_point, is_complex, numel, result_type, typename  # noqa: E402
+from ._ops.misc import _assert  # noqa: E402 - torch._assert
 from . import random  # noqa: E402
 from ._ops.random import (  # noqa: E402
     Generator,

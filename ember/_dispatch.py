@@ -71,7 +71,8 @@ class OpDef:
 
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
-                 "quantized", "quantized_capture", "data_dependent", "opmath_scalars", "grad_reads")
+                 "quantized", "quantized_capture", "data_dependent", "opmath_scalars", "grad_reads",
+                 "opmath_backward")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -95,6 +96,11 @@ class OpDef:
         # a Python number operand of a float16/bfloat16 call enters as float32, not rounded to the half type
         # (torch's mul and div kernels read a CPU scalar's original value; add, sub and pow round it)
         self.opmath_scalars = False
+        # the backward is one kernel in torch (tanh_backward, gelu_backward, native_layer_norm_backward, ...),
+        # which computes float16/bfloat16 in float32 and rounds each gradient once: the engine runs this op's
+        # backward formula on float32 copies of the gradient and the saved tensors (ember/_autograd/node.py),
+        # where the formula's ember ops would round after each step
+        self.opmath_backward = False
         # for each input, the input positions its gradient formula reads (mul: the other operand), so that a
         # saved input no needed gradient reads may change in place before backward, as in torch (which saves
         # only what it reads); None: every saved input is checked

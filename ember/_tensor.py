@@ -813,13 +813,33 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
+        self._warn_scalar_of_requires_grad()
         return float(self._one_element())
 
     def __int__(self) -> int:
         return int(self._one_element())
 
     def __complex__(self) -> complex:
+        self._warn_scalar_of_requires_grad()
         return complex(self._one_element())
+
+    _warned_scalar_of_requires_grad = False
+
+    def _warn_scalar_of_requires_grad(self) -> None:
+        """torch's warn-once from float() / complex() (not int(), bool() or item()) of a tensor that requires
+        grad, e.g. `float(loss)` in a training loop; every time under torch.set_warn_always(True)."""
+        if not self.requires_grad:
+            return
+        from ._ops._api import _user_stacklevel
+        from ._ops.top_level_functions import _WarnAlways
+
+        if Tensor._warned_scalar_of_requires_grad and not _WarnAlways.enabled:
+            return
+        Tensor._warned_scalar_of_requires_grad = True
+        import warnings
+
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                      "Consider using tensor.detach() first.", UserWarning, stacklevel=_user_stacklevel())
 
     def __index__(self) -> int:
         if self._dtype.category != 1 or self._data.size != 1:

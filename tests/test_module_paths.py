@@ -27,8 +27,9 @@ def test_submodule_imports_as_torch(path):
 
 
 def test_backend_flags_set_through_the_imported_module():
-    import ember
     import ember.backends.cudnn as cudnn
+
+    import ember
 
     previous = cudnn.benchmark
     cudnn.benchmark = True

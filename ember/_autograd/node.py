@@ -499,12 +499,16 @@ class OpNode(Node):
     def apply(self, grads: list) -> list:
         if self._released and self.op.saves:
             raise RuntimeError(FREED_MESSAGE)
+        ctx = self
+        if self.op.opmath_backward and grads[0] is not None and grads[0]._dtype.name in _HALF_NAMES:
+            ctx = _OpmathContext(self)  # see OpDef.opmath_backward
+            grads = [_widened(g) for g in grads]
         try:
             if self._output_count == 1:
-                out = self.op.backward(self, grads[0])
+                out = self.op.backward(ctx, grads[0])
             else:
                 grads = [g if g is not None else _zeros_for(self, nr) for nr, g in enumerate(grads)]
-                out = self.op.backward(self, tuple(grads))
+                out = self.op.backward(ctx, tuple(_widened(g) for g in grads) if ctx is not self else tuple(grads))
         finally:
             self._unpacked = None
         if type(out) is not tuple and type(out) is not list:
@@ -513,6 +517,41 @@ class OpNode(Node):
             None if meta is None or grad is None else _fit_gradient(grad, meta)
             for meta, grad in zip(self.input_meta, out)
         ]
+
+
+_HALF_NAMES = frozenset(("float16", "bfloat16"))
+
+
+def _widened(value):
+    """A float16/bfloat16 tensor as float32 (a differentiable cast, so create_graph still works); else itself."""
+    return value.float() if getattr(value, "_dtype", None) is not None and value._dtype.name in _HALF_NAMES \
+        else value
+
+
+class _OpmathContext:
+    """The ctx an opmath_backward formula sees for a float16/bfloat16 node: the node, with its saved inputs and
+    outputs widened to float32.  The engine casts the float32 gradients it returns to the inputs' dtypes, so
+    each is rounded once, as by torch's backward kernels."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node) -> None:
+        self._node = node
+
+    def __getattr__(self, name: str):
+        return getattr(self._node, name)
+
+    @property
+    def inputs(self) -> tuple:
+        return tuple(_widened(a) for a in self._node.inputs)
+
+    @property
+    def result(self):
+        result = self._node.result
+        return tuple(_widened(r) for r in result) if type(result) is tuple else _widened(result)
+
+    def saved_output(self, nr: int):
+        return _widened(self._node.saved_output(nr))
 
 
 def keep_original_input(node, tensor) -> None:
@@ -616,3 +655,15 @@ def node_class(grad_name: str):
         cls = type(grad_name, (OpNode,), {"__slots__": ()})
         _node_classes[grad_name] = cls
     return cls
+
+
+def name_node(tensor, grad_name: str) -> None:
+    """Give the node that made `tensor` torch's name `grad_name`, where ember reaches a result by other ops than
+    torch's: a loss decomposed into several ops (torch: one kernel, `grad_fn=<NllLossBackward0>` in
+    `print(loss)`), linear / matmul as one fused op (torch: addmm or mm and a view).  Only the class changes:
+    node classes differ by name only (the same slots), so the backward is untouched.  No-op for a tensor
+    without a recorded op node (no grad, a leaf, a custom Function's output)."""
+    node = getattr(tensor, "_grad_fn", None)
+    kind = type(node)
+    if kind.__name__ != grad_name and _node_classes.get(kind.__name__) is kind:  # one of node_class's classes
+        node.__class__ = node_class(grad_name)

@@ -83,10 +83,22 @@ def _traced_index(tensor, array, read: bool = True):
     return array
 
 
+def _warn_uint8_index() -> None:
+    """torch's warning for a uint8 mask as an index (IndexingUtils.h; it still indexes as a boolean mask)."""
+    import warnings
+
+    from ._api import _user_stacklevel
+
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=_user_stacklevel())
+
+
 def _index_array(item):
     """An integer/boolean tensor, list or NumPy array as a NumPy int64 or bool array (IndexError otherwise)."""
     if isinstance(item, Tensor):
         if item._dtype in (dt.bool_, dt.uint8):
+            if item._dtype is dt.uint8:
+                _warn_uint8_index()
             if isinstance(item._data, MetaArray):
                 raise NotImplementedError("indexing with a boolean mask on the meta device has a data-dependent shape")
             return _traced_index(item, np.asarray(item._data, bool))
@@ -104,6 +116,7 @@ def _index_array(item):
     if array.dtype == np.bool_:
         return array
     if array.dtype == np.uint8:
+        _warn_uint8_index()
         return array.astype(bool)
     if array.dtype.kind == "f":  # a Python list or NumPy array goes through torch.tensor(..., dtype=long)
         return array.astype(np.int64)

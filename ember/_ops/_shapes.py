@@ -129,6 +129,21 @@ def empty_in_order(xp, shape, np_dtype, order):
     return buffer.transpose(tuple(outer.index(d) for d in range(len(shape))))
 
 
+def in_suggested_layout(xp, result, *references):
+    """`result` (a C-order conv / pool output) laid out channels-last when one of `references` (its input, its
+    weight) suggests channels-last, as torch's CPU conv, conv_transpose and pooling kernels return: a channels_last
+    model keeps channels_last activations (their strides, is_contiguous(memory_format=...) and what .view allows)."""
+    for reference in references:
+        if getattr(reference, "ndim", 0) != result.ndim or not hasattr(reference, "strides"):
+            continue
+        order = suggested_order(reference)
+        if order is not None and hasattr(result, "strides"):
+            laid_out = empty_in_order(xp, result.shape, result.dtype, order)
+            laid_out[...] = result
+            return laid_out
+    return result
+
+
 def array_order(array) -> list | None:
     """preserve_format_order for an array (NOTE [ preserve_format ])."""
     if array.ndim < 2 or array.flags.c_contiguous:

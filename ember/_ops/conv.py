@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .._dispatch import SAVE_INPUTS, OpDef, call, promote
+from ._shapes import in_suggested_layout
 
 
 def _out_size(size, kernel, stride, pad, dilation):
@@ -232,9 +233,18 @@ def _conv_meta(args, params):
     return (x.shape[0], w.shape[0]) + out
 
 
-CONV = OpDef("convolution", _conv_impl, _conv_backward, dtype_rule=promote, saves=SAVE_INPUTS, meta=_conv_meta,
+def _conv_op_impl(xp, x, w, bias, stride, padding, dilation, groups):
+    return in_suggested_layout(xp, _conv_impl(xp, x, w, bias, stride, padding, dilation, groups), x, w)
+
+
+def _input_grad_op_impl(xp, g, w, input_shape, stride, padding, dilation, groups):
+    """(also conv_transpose's forward: `g` is then its input)"""
+    return in_suggested_layout(xp, _input_grad_impl(xp, g, w, input_shape, stride, padding, dilation, groups), g, w)
+
+
+CONV = OpDef("convolution", _conv_op_impl, _conv_backward, dtype_rule=promote, saves=SAVE_INPUTS, meta=_conv_meta,
              grad_name="ConvolutionBackward0")
-CONV_INPUT_GRAD = OpDef("convolution_backward_input", _input_grad_impl, _input_grad_backward, dtype_rule=promote,
+CONV_INPUT_GRAD = OpDef("convolution_backward_input", _input_grad_op_impl, _input_grad_backward, dtype_rule=promote,
                         saves=SAVE_INPUTS, meta=lambda args, p: p["input_shape"],
                         grad_name="ConvolutionBackwardBackward0")
 CONV_WEIGHT_GRAD = OpDef("convolution_backward_weight", _weight_grad_impl, _weight_grad_backward,

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote, promote_float
 from .._tensor import Tensor
 from . import special_math
@@ -217,7 +218,7 @@ _unary("acos", lambda xp, a: xp.arccos(a), lambda ctx, g: -g * _conj((1 - _input
 _unary("atan", lambda xp, a: xp.arctan(a), lambda ctx, g: g / _conj(1 + _input(ctx).square()), aliases=("arctan",))
 _unary("sinh", lambda xp, a: xp.sinh(a), lambda ctx, g: g * _conj(_input(ctx).cosh()), out_impl=_ufunc_out("sinh"))
 _unary("cosh", lambda xp, a: xp.cosh(a), lambda ctx, g: g * _conj(_input(ctx).sinh()), out_impl=_ufunc_out("cosh"))
-_unary("tanh", lambda xp, a: xp.tanh(a), lambda ctx, g: g * _conj(1 - ctx.result.square()), saves=SAVE_RESULT,
+TANH = _unary("tanh", lambda xp, a: xp.tanh(a), lambda ctx, g: g * _conj(1 - ctx.result.square()), saves=SAVE_RESULT,
        out_impl=_ufunc_out("tanh"))
 _unary("asinh", lambda xp, a: xp.arcsinh(a), lambda ctx, g: g * _conj((_input(ctx).square() + 1).rsqrt()),
        aliases=("arcsinh",))
@@ -238,8 +239,9 @@ _unary("rsqrt", lambda xp, a: 1 / xp.sqrt(a), lambda ctx, g: -0.5 * g * _conj(ct
        out_impl=_rsqrt_out)
 _unary("reciprocal", lambda xp, a: xp.reciprocal(a), lambda ctx, g: -g * _conj(ctx.result.square()),
        saves=SAVE_RESULT, out_impl=_ufunc_out("reciprocal"))
-_unary("sigmoid", lambda xp, a: special_math.sigmoid(xp, a),
-       lambda ctx, g: g * _conj(ctx.result * (1 - ctx.result)), saves=SAVE_RESULT)
+SIGMOID = _unary("sigmoid", lambda xp, a: special_math.sigmoid(xp, a),
+                 lambda ctx, g: g * _conj(ctx.result * (1 - ctx.result)), saves=SAVE_RESULT)
+TANH.opmath_backward = SIGMOID.opmath_backward = True  # torch's tanh_backward / sigmoid_backward kernels
 _unary("erf", lambda xp, a: special_math.erf(xp, a),
        lambda ctx, g: g * TWO_OVER_SQRT_PI * (-_input(ctx).square()).exp(),
        rule=_rejecting(promote_float, _kernel_missing("erf_vml_cpu", complex_=True)))
@@ -562,7 +564,10 @@ def sub(input, other, *deprecated, alpha=1, out=None) -> Tensor:
 @export
 def rsub(input, other, *, alpha=1) -> Tensor:
     """other - alpha * input."""
-    return sub(other, input, alpha=alpha)
+    result = sub(other, input, alpha=alpha)
+    # torch's node names the overload: rsub(Tensor, Scalar) (`1 - x`) is RsubBackward1
+    name_node(result, "RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
+    return result
 
 
 @export(inplace=True, aliases=("multiply",))
@@ -877,6 +882,8 @@ def where(condition, input=None, other=None, *, out=None):
     if isinstance(condition, Tensor) and condition._dtype is not dt.bool_ and condition._dtype is not dt.uint8:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_scalar_name(condition._dtype)}")
+    if isinstance(condition, Tensor) and condition._dtype is dt.uint8:
+        _warn_uint8_condition()
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
         # torch makes a number branch a scalar_tensor of the result dtype: fill_'s checked conversion
         from .creation import cast_fill_value
@@ -886,6 +893,26 @@ def where(condition, input=None, other=None, *, out=None):
             if isinstance(value, (int, float, complex, np.generic)):
                 cast_fill_value(value, compute)
     return finish_out(call(_WHERE, (condition, input, other)), out)
+
+
+def _warn_uint8_condition() -> None:
+    """torch's TORCH_WARN_ONCE for a uint8 `where` condition (old masks, e.g. pytorch-crf's mask.byte()): once per
+    process, or every time under torch.set_warn_always(True)."""
+    from .top_level_functions import _WarnAlways
+
+    if _warn_uint8_condition.warned and not _WarnAlways.enabled:
+        return
+    _warn_uint8_condition.warned = True
+    import warnings
+
+    from ._api import _user_stacklevel
+
+    warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                  "future version of PyTorch. Use a boolean condition instead.", UserWarning,
+                  stacklevel=_user_stacklevel())
+
+
+_warn_uint8_condition.warned = False
 
 
 def _where_method(self, condition, other):

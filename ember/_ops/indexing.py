@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dispatch
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
+from .._autograd.node import name_node
 from .._backends import MetaArray, to_host
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim, write_array
@@ -56,7 +57,10 @@ def getitem(self: Tensor, key) -> Tensor:
     """self[key] with torch's semantics: NOTE [ torch's indexing, in two stages ]."""
     if type(key) is int and self._data.ndim:  # the common case, without building an IndexKey
         _select(self._data.shape[0], key, 0)
-        return call(_BASIC_INDEX, (self,), {"key": (key, Ellipsis)})
+        result = call(_BASIC_INDEX, (self,), {"key": (key, Ellipsis)})
+        if result._grad_fn is not None:
+            name_node(result, "SelectBackward0")
+        return result
     _zero_dim_key_error(self, key)
     index_key = normalize_key(self, key)
     result = self
@@ -64,7 +68,39 @@ def getitem(self: Tensor, key) -> Tensor:
         result = call(_BASIC_INDEX, (self,), {"key": index_key.basic or (Ellipsis,)})
     if index_key.advanced is not None:
         result = call(_INDEX, (result,), {"key": IndexKey(None, index_key.advanced)})
+    elif result._grad_fn is not None:
+        name = _basic_index_name(self.shape, key)
+        if name is not None:
+            name_node(result, name)
     return result
+
+
+def _basic_index_name(shape: tuple, key) -> str | None:
+    """torch applies a basic index part by part: select for an int, slice, unsqueeze for None, nothing for a
+    slice that keeps a whole dim; its result's grad_fn is the last node applied (AliasBackward0 if none; a
+    bare `[:]` is a slice).  ember indexes in one op: this is the name torch's chain would end with (None for
+    a key of other parts, left as it is)."""
+    if isinstance(key, slice) and key == slice(None):
+        return "SliceBackward0"
+    parts = key if isinstance(key, tuple) else (key,)
+    name, dim = "AliasBackward0", 0
+    indexed = sum(1 for part in parts if part is not None and part is not Ellipsis)
+    for part in parts:
+        if part is Ellipsis:
+            dim += len(shape) - indexed
+        elif part is None:
+            name = "UnsqueezeBackward0"
+        elif isinstance(part, slice):
+            if dim >= len(shape):
+                return None
+            if part.indices(shape[dim]) != (0, shape[dim], 1):
+                name = "SliceBackward0"
+            dim += 1
+        elif isinstance(part, (int, np.integer)) and not isinstance(part, bool):
+            name, dim = "SelectBackward0", dim + 1
+        else:
+            return None
+    return name
 
 
 # ---------------------------------------------------------------- index_put / setitem
@@ -259,6 +295,8 @@ def _basic_key_is_view(self: Tensor, basic) -> bool:
 
 def setitem(self: Tensor, key, value) -> None:
     """self[key] = value with torch's semantics (python_variable_indexing.cpp THPVariable_setitem)."""
+    scalar = not isinstance(value, Tensor) or value.ndim == 0
+    _refuse_byte_mask_fill(key if isinstance(key, tuple) else (key,), value, False)
     value = _setitem_value(self, value)
     if key is False:  # torch's single-key fast path: nothing to write
         return
@@ -276,6 +314,29 @@ def setitem(self: Tensor, key, value) -> None:
     else:
         value = _index_put_value(self, _strip_leading_ones(value), index_key, region, False)
     _put(self, index_key, value)
+    if index_key.advanced is None and self._base is None and self._grad_fn is not None:
+        # torch's node: a whole-tensor key writes self itself (fill_ a scalar, else copy_); any other key copies
+        # into the view self[key], which makes the base's node CopySlices
+        whole = (isinstance(key, slice) and key == slice(None)) or _basic_index_name(self.shape, key) == \
+            "AliasBackward0"
+        name_node(self, "CopySlices" if not whole else "FillBackward3" if scalar else "CopyBackwards")
+
+
+def _refuse_byte_mask_fill(items: tuple, value, accumulate: bool) -> None:
+    """torch sends index_put_ / setitem with one mask as the only tensor index and a one-element value to
+    masked_fill_ (canDispatchToMaskedFill), which refuses a uint8 mask: x[byte_mask] = 0 fails in torch while
+    x[byte_mask] = values (more than one element) still works, with the deprecation warning."""
+    if accumulate or (isinstance(value, Tensor) and value.numel() != 1):
+        return
+    advanced = [item for item in items if isinstance(item, (Tensor, list, np.ndarray))
+                and not (isinstance(item, Tensor) and item.ndim == 0 and item._dtype.category == 1
+                         and item._dtype not in (dt.bool_, dt.uint8))]
+    if len(advanced) != 1:
+        return
+    mask = advanced[0]
+    if (isinstance(mask, Tensor) and mask._dtype is dt.uint8) or (isinstance(mask, np.ndarray)
+                                                                 and mask.dtype == np.uint8):
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
 
 
 def _index_put_key(input: Tensor, indices) -> IndexKey:
@@ -299,6 +360,8 @@ def _index_put_key(input: Tensor, indices) -> IndexKey:
 @export(inplace=True)
 def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     """input with input[indices] = values (or += with accumulate); indices: a tuple of index tensors."""
+    if isinstance(indices, (tuple, list)):
+        _refuse_byte_mask_fill(tuple(indices), values, accumulate)
     key = _index_put_key(input, indices)
     region = _region_shape(tuple(input.shape), key)
     values = _index_put_value(input, values, key, region, bool(accumulate))
@@ -505,7 +568,10 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     dim = _scatter_checks("scatter", input, dim, index, src)
     if reduce is not None:
         reduce = {"add": "sum", "multiply": "prod"}[reduce]
-    return call(_SCATTER, (input, index, src), {"dim": dim, "reduce": reduce})
+    result = call(_SCATTER, (input, index, src), {"dim": dim, "reduce": reduce})
+    if reduce is None and not isinstance(src, Tensor):  # torch's overloads: scatter(value) is ScatterBackward1
+        name_node(result, "ScatterBackward1")
+    return result
 
 
 @export(inplace=True)
@@ -579,6 +645,8 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out=None) -> Tensor:
         result = call(_INDEX, (input.reshape(1),), {"key": _dim_key(1, 0, positions)}).reshape(())
     else:
         result = call(_INDEX, (input,), {"key": _dim_key(input.ndim, dim, positions)})
+    if out is None:
+        name_node(result, "IndexSelectBackward0")
     return finish_out(result, out)
 
 
@@ -673,7 +741,8 @@ _MASKED_FILL = OpDef("masked_fill", _masked_fill_impl, _masked_fill_backward,
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """input with `value` where mask is True (mask broadcasts to input)."""
     if mask._dtype is not dt.bool_:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask._dtype}")
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{dt.CPP_TYPE_NAMES.get(mask._dtype.name, mask._dtype.name)}")
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(
             "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -687,7 +756,9 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
             f"({mask.shape[-1]}) at non-singleton dimension {max(mask.ndim, input.ndim) - 1}"
         )
     if isinstance(value, Tensor):
-        value = value.to(input._dtype)
+        result = call(_MASKED_FILL, (input, mask, value.to(input._dtype)))
+        name_node(result, "MaskedFillBackward1")  # torch's overloads: masked_fill(Tensor value) is Backward1
+        return result
     return call(_MASKED_FILL, (input, mask, value))
 
 
@@ -742,6 +813,9 @@ _MASKED_SCATTER = OpDef("masked_scatter", _masked_scatter_impl, _masked_scatter_
 @export(inplace=True)
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """input with the positions where mask is True filled, in order, from source."""
+    if mask._dtype is not dt.bool_:  # (a uint8 mask too: NumPy would take it for integer indices)
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{SCALAR_NAMES[mask._dtype.name]}")
     if not isinstance(mask._data, MetaArray) and int(mask.sum().item()) > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
     return call(_MASKED_SCATTER, (input, mask, source))

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._dispatch import SAVE_INPUTS, OpDef, call
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from ._api import export, finish_out, inplace_call
@@ -254,6 +255,8 @@ def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         result = result.squeeze(-1)
     if a_dims == 1:
         result = result.squeeze(-2)
+    if out is None:  # torch folds a batched matmul into mm / bmm and views the result back, unsafely
+        name_node(result, "UnsafeViewBackward0")
     return finish_out(result, out)
 
 

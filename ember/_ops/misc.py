@@ -9,6 +9,12 @@ from .._tensor import Tensor
 from ._api import export
 
 
+def _assert(condition, message: str) -> None:
+    """torch._assert: Python's assert as a function (timm's PatchEmbed checks the input size with it); a
+    one-element tensor condition is read by its truth value, as `assert` reads it."""
+    assert condition, message
+
+
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 

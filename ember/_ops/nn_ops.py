@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, promote
 from .._tensor import Tensor, wrap_dim
 from . import special_math
@@ -298,6 +299,11 @@ LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward,
                     dtype_rule=_softmax_family_rule("log_softmax"),
                     saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
 
+# torch differentiates these by one backward kernel each (gelu_backward, _softmax_backward_data, ...), which
+# rounds a float16/bfloat16 gradient once: see OpDef.opmath_backward
+for _op in (LEAKY_RELU, ELU, GELU, SILU, SOFTPLUS, HARDSIGMOID, SOFTMAX, LOG_SOFTMAX):
+    _op.opmath_backward = True
+
 
 @export
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
@@ -371,7 +377,22 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{_name(weight._dtype)}")
     if bias is not None and weight.ndim == 2 and bias.shape != (weight.shape[0],):  # (the common case is fine)
         _check_linear_bias(bias, (math.prod(input.shape[:-1]), weight.shape[0]))
-    return call(LINEAR, (input, weight, bias))
+    result = call(LINEAR, (input, weight, bias))
+    if result._grad_fn is not None and weight.ndim == 2:
+        name_node(result, _linear_grad_name(input, bias))
+    return result
+
+
+def _linear_grad_name(input: Tensor, bias: Tensor | None) -> str:
+    """The name of the last node of torch's at::linear (what print(output) shows): addmm for 2-D input (mm
+    without a bias); other contiguous input with a row bias is flattened around addmm and viewed back; else
+    matmul (an unsafe view of mm, or a squeeze for 1-D input), plus an add for the bias."""
+    if input.ndim == 2:
+        return "MmBackward0" if bias is None else "AddmmBackward0"
+    if bias is None:
+        return "SqueezeBackward4" if input.ndim == 1 else "UnsafeViewBackward0"
+    row_bias = bias.ndim == 1 or (bias.ndim == 2 and bias.shape[0] == 1)
+    return "ViewBackward0" if row_bias and input.is_contiguous() else "AddBackward0"
 
 
 def _check_linear_bias(bias: Tensor, shape: tuple) -> None:

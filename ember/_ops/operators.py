@@ -46,7 +46,7 @@ OPERATORS = {
     "__radd__": _reflected(ew.add),
     "__iadd__": _inplace("add_"),
     "__sub__": ew.sub,
-    "__rsub__": _reflected(ew.sub),
+    "__rsub__": ew.rsub,  # `number - tensor`: torch's rsub (RsubBackward1)
     "__isub__": _inplace("sub_"),
     "__mul__": ew.mul,
     "__rmul__": _reflected(ew.mul),

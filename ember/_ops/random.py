@@ -15,9 +15,12 @@ torch's libm path, an ulp away); float64 normals and the double-based samplers
 use NumPy's log/cos/sin for large arrays and may differ from glibc's by an ulp.
 `get_state()` is torch's 5056-byte CPUGeneratorImplState, interchangeable with
 torch.get_rng_state().  poisson, _standard_gamma, _sample_dirichlet and binomial
-run torch's rejection samplers draw for draw (_rng_samplers.py).  Exceptions,
-seeded and reproducible but not torch's numbers: the blockwise dropout inside
-scaled_dot_product_attention; and device generators, which run
+run torch's rejection samplers draw for draw (_rng_samplers.py).  Attention
+dropout runs torch's math backend (at::dropout on the probabilities), so it
+draws torch's masks too; rand_like / randn_like / randint_like and dropout
+draw into torch's preserve_format layout (memory order for a transposed input);
+rrelu draws only for its elements <= 0, as torch.  The exception, seeded and
+reproducible but not torch's numbers: device generators, which run
 this CPU engine on the host (torch's CUDA Philox streams differ).  Draws happen
 on the host and are moved to the tensor's device.  Meta tensors never draw.
 Sampling ops record autograd nodes whose gradient is zero (torch's derivatives
@@ -54,7 +57,7 @@ from ._generator import (  # noqa: F401 - re-exported: ember.Generator, ember.ma
     set_rng_state,
 )
 from ._shapes import broadcast_meta
-from .creation import _sizes, _with_grad, cast_fill_value, like_layout, zeros_like
+from .creation import _sizes, _with_grad, cast_fill_value, empty_like, like_layout, like_order, zeros_like
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
 
@@ -392,20 +395,36 @@ def _like_args(input, dtype, device):
     return input.shape, dtype or input._dtype, device if device is not None else input._device
 
 
+def _sampled_like(input: Tensor, dtype, device, requires_grad: bool, memory_format, fresh, fill) -> Tensor:
+    """torch's rand_like / randn_like / randint_like are empty_like(input) filled in place: for an input laid
+    out other than in C order (a transposed view, channels_last) the draws land in memory order, so a C-order
+    draw relaid afterwards puts other numbers in each place.  fresh(): the C-order factory (the common case);
+    fill(empty): the in-place draw into the laid-out tensor."""
+    order = like_order(input, memory_format, input.ndim)
+    if order is None:  # C order
+        return like_layout(fresh(), input, memory_format)
+    result = fill(empty_like(input, dtype=dtype, device=device, memory_format=memory_format))
+    return result.requires_grad_(requires_grad)
+
+
 @export(method=False)
 def rand_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     size, dtype, device = _like_args(input, dtype, device)
-    result = rand(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
-    return like_layout(result, input, memory_format)
+    return _sampled_like(input, dtype, device, requires_grad, memory_format,
+                         lambda: rand(size, generator=generator, dtype=dtype, device=device,
+                                      requires_grad=requires_grad),
+                         lambda empty: empty.uniform_(0, 1, generator=generator))
 
 
 @export(method=False)
 def randn_like(input: Tensor, *, generator=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     size, dtype, device = _like_args(input, dtype, device)
-    result = randn(size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
-    return like_layout(result, input, memory_format)
+    return _sampled_like(input, dtype, device, requires_grad, memory_format,
+                         lambda: randn(size, generator=generator, dtype=dtype, device=device,
+                                       requires_grad=requires_grad),
+                         lambda empty: empty.normal_(0, 1, generator=generator))
 
 
 @export(method=False)
@@ -415,8 +434,10 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, genera
     if high is None:
         low, high = 0, low
     size, dtype, device = _like_args(input, dtype, device)
-    result = randint(low, high, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad)
-    return like_layout(result, input, memory_format)
+    return _sampled_like(input, dtype, device, requires_grad, memory_format,
+                         lambda: randint(low, high, size, generator=generator, dtype=dtype, device=device,
+                                         requires_grad=requires_grad),
+                         lambda empty: empty.random_(low, high, generator=generator))
 
 
 # ---------------------------------------------------------------- sampling ops with (zero) gradients
@@ -440,6 +461,29 @@ def _sampling_op(name: str, impl, grad_name: str, meta=_shape_of_first) -> OpDef
                  grad_name=grad_name)
 
 
+def _rrelu_noise_impl(xp, a, **params):
+    """torch's _rrelu_with_noise_train: walking the input in (contiguous) order, each element <= 0 draws
+    uniform_real_distribution<double>(lower, upper) (one random64(): u * (upper - lower) + lower in double) and
+    is multiplied by it; the others keep slope 1.  The noise is those slopes (cast to the dtype)."""
+    host = np.ascontiguousarray(_host(a))
+    negative = host <= 0
+    lower, upper = params["lower"], params["upper"]
+    if params["dtype"] is not dt.float64:  # the bounds are opmath_t (float) before the double draw
+        lower, upper = float(np.float32(lower)), float(np.float32(upper))
+    slopes = kernels.uniform64(params["generator"]._rng, int(np.count_nonzero(negative)))
+    noise = np.ones(host.shape, np.float64)
+    noise[negative] = slopes * (upper - lower) + lower
+    return xp.asarray(kernels.to_dtype(noise, params["dtype"].np_dtype))
+
+
+def rrelu_noise(input: Tensor, lower: float, upper: float, generator=None) -> Tensor:
+    """The slopes nn.functional.rrelu multiplies a training input by, drawn as torch draws them (only for the
+    elements <= 0, in order), so rrelu's values and the generator's stream after it are torch's; a constant to
+    autograd (the gradient is grad * noise, as torch's)."""
+    return call(_RRELU_NOISE, (input,), {"dtype": input._dtype, "lower": float(lower), "upper": float(upper),
+                                         "generator": _generator_of(input, generator)})
+
+
 def _draw_impl(xp, a, **params):
     """An in-place fill's values: params['draw'](engine, shape, dtype, strides), in the order torch fills `a`."""
     return xp.asarray(params["draw"](params["generator"]._rng, a.shape, params["dtype"], a.strides))
@@ -460,6 +504,7 @@ def _normal_impl(xp, *arrays, **params):
     return (values + mean).astype(np_dtype, copy=False)
 
 
+_RRELU_NOISE = _sampling_op("rrelu_with_noise", _rrelu_noise_impl, "RreluWithNoiseBackward0")
 _NORMAL_TENSOR_FLOAT = _sampling_op("normal", _normal_impl, "NormalBackward1", broadcast_meta)
 _NORMAL_FLOAT_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward2", broadcast_meta)
 _NORMAL_TENSOR_TENSOR = _sampling_op("normal", _normal_impl, "NormalBackward3", broadcast_meta)

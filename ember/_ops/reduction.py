@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call
 from .._tensor import Tensor
 from ..return_types import aminmax as aminmax_type
@@ -71,7 +72,10 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None)
     """Sum over `dim` (all dims by default); bool and integer inputs sum to int64."""
     if dtype is not None:
         input = input.to(dtype)
-    return finish_out(as_requested(call(_SUM, (input,), reduce_params(input, dim, keepdim)), dtype), out)
+    result = call(_SUM, (input,), reduce_params(input, dim, keepdim))
+    if dim is not None:  # torch's overloads: sum() is SumBackward0, sum(dim) SumBackward1
+        name_node(result, "SumBackward1")
+    return finish_out(as_requested(result, dtype), out)
 
 
 @export
@@ -130,7 +134,10 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None
     """Arithmetic mean over `dim`; floating and complex inputs only (or pass dtype)."""
     if dtype is not None:
         input = input.to(dtype)
-    return finish_out(call(_MEAN, (input,), reduce_params(input, dim, keepdim)), out)
+    result = call(_MEAN, (input,), reduce_params(input, dim, keepdim))
+    if dim is not None:  # torch's overloads: mean() is MeanBackward0, mean(dim) MeanBackward1
+        name_node(result, "MeanBackward1")
+    return finish_out(result, out)
 
 
 @export

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
+from .._backends import MetaArray
 from .._dispatch import SAVE_INPUTS, SAVE_RESULT, OpDef, call, result_type_of_args
 from .._tensor import SCALAR_NAMES, Tensor, wrap_dim
 from ..return_types import kthvalue as kthvalue_type
@@ -478,8 +479,49 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
             f"tensor and input value tensor must match, but we got boundaries tensor {list(sorted_sequence.shape)} "
             f"and input value tensor {list(values.shape)}"
         )
+    if sorter is not None:
+        _check_sorter(sorted_sequence, sorter)
+    _warn_non_contiguous({"input value": values, "boundary": sorted_sequence, "sorter": sorter})
     params = {"side": side, "sorter": None if sorter is None else sorter._data, "out_int32": bool(out_int32)}
     return finish_out(call(_SEARCHSORTED, (sorted_sequence, values), params), out)
+
+
+def _check_sorter(sorted_sequence: Tensor, sorter: Tensor) -> None:
+    """torch's checks of searchsorted's sorter (BucketizationUtils.h): NumPy would take an int32 one, wrap a
+    negative index or fail with its own error on a shape mismatch."""
+    if sorter._dtype is not dt.int64:
+        raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                           f"{SCALAR_NAMES[sorter._dtype.name]}")
+    if tuple(sorter.shape) != tuple(sorted_sequence.shape):
+        raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+                           f"tensor {list(sorted_sequence.shape)}and got sorter tensor {list(sorter.shape)}")
+    if isinstance(sorter._data, MetaArray):
+        return  # (values unknown on the meta device)
+    if sorter.numel() and (int(sorter.min()) < 0 or int(sorter.max()) >= sorted_sequence.shape[-1]):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+
+
+_WARNED_NON_CONTIGUOUS: set = set()
+
+
+def _warn_non_contiguous(tensors: dict) -> None:
+    """torch's warn-once per argument (BucketizationUtils.h) for a non-contiguous searchsorted / bucketize
+    operand, e.g. an expanded linspace as NeRF's sample_pdf passes (which is why it calls u.contiguous())."""
+    from ._api import _user_stacklevel
+    from .top_level_functions import _WarnAlways
+
+    for name, tensor in tensors.items():
+        if tensor is None or tensor.is_contiguous():
+            continue
+        if name in _WARNED_NON_CONTIGUOUS and not _WarnAlways.enabled:
+            continue
+        _WARNED_NON_CONTIGUOUS.add(name)
+        import warnings
+
+        warnings.warn(f"torch.searchsorted(): {name} tensor is non-contiguous, this will lower the performance due "
+                      "to extra data copy when converting non-contiguous tensor to contiguous, please use "
+                      f"contiguous {name} tensor if possible. This message will only appear once per program.",
+                      UserWarning, stacklevel=_user_stacklevel())
 
 
 @export
@@ -488,6 +530,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     values = _as_tensor_like(input, boundaries)
+    _warn_non_contiguous({"input value": values, "boundary": boundaries})
     params = {"side": "right" if right else "left", "sorter": None, "out_int32": bool(out_int32)}
     return finish_out(call(_SEARCHSORTED, (boundaries, values), params), out)
 

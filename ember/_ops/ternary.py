@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._dispatch import call, result_type_of_args
 from .._tensor import SCALAR_NAMES, Tensor
 from . import special_math
@@ -194,7 +195,10 @@ def clamp(input, min=None, max=None, *, out=None) -> Tensor:
         for bound in (min, max):
             if bound is not None and not isinstance(bound, Tensor):
                 _check_scalar_bound(bound, compute)
-    return finish_out(call(_CLAMP, (input, min, max)), out)  # quantized input: ember/_ops/quantized_ops.py
+    result = call(_CLAMP, (input, min, max))  # quantized input: ember/_ops/quantized_ops.py
+    if out is None:  # torch's overloads: clamp(Scalar, Scalar) is ClampBackward1, clamp(Tensor, Tensor) 0
+        name_node(result, "ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1")
+    return finish_out(result, out)
 
 
 def _check_scalar_bound(value, dtype: dt.dtype) -> None:
@@ -236,12 +240,18 @@ def _refuse_quantized(input) -> None:
 @export(inplace=True)
 def clamp_min(input, min, *, out=None) -> Tensor:
     _refuse_quantized(input)
-    return clamp(input, min=min, out=out)
+    result = clamp(input, min=min, out=out)
+    if out is None:  # torch: clamp_min(Scalar) ClampMinBackward0, clamp_min(Tensor) 1
+        name_node(result, "ClampMinBackward1" if isinstance(min, Tensor) else "ClampMinBackward0")
+    return result
 
 
 @export(inplace=True)
 def clamp_max(input, max, *, out=None) -> Tensor:
     _refuse_quantized(input)
-    return clamp(input, max=max, out=out)
+    result = clamp(input, max=max, out=out)
+    if out is None:
+        name_node(result, "ClampMaxBackward1" if isinstance(max, Tensor) else "ClampMaxBackward0")
+    return result
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _dispatch
 from .. import _dtype as dt
-from .._autograd.node import node_class
+from .._autograd.node import name_node, node_class
 from .._dispatch import OpDef, call, keep
 from .._tensor import Size, Tensor, wrap_dim
 from ._api import export
@@ -675,9 +675,12 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 
 
 def _mark_multi_view(pieces: tuple, creator: str) -> tuple:
-    """torch forbids in-place ops (with grad) on the outputs of ops returning several views; remember the op."""
+    """torch forbids in-place ops (with grad) on the outputs of ops returning several views; remember the op.
+    Each piece's node gets the op's name too (UnbindBackward0, SplitBackward0, ...), as torch's pieces show."""
     for index, piece in enumerate(pieces):
         piece._multi_view = (creator, index)
+        if piece._grad_fn is not None:
+            name_node(piece, creator + "Backward0")
     return pieces
 
 

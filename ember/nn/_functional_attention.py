@@ -9,8 +9,10 @@ held beyond one block -- except for short keys (S <= 4 x head dim, see
 output's memory and saves the recomputation.  With is_causal a block of query
 rows only computes the keys it can see (the masked triangle is skipped).  The
 block size is `ember.nn.functional.sdpa_block_size` (default 128 query rows;
-causal blocks are at most 32).  Dropout masks are regenerated in backward from
-a per-call seed drawn from the default generator.  Like torch's flash and
+causal blocks are at most 32).  With dropout_p > 0 the public function runs the
+composite (math) form, as torch's CPU dispatch does, so the masks are torch's
+draws; the blocked kernel's own dropout (masks regenerated in backward from a
+per-call seed) is kept for direct callers.  Like torch's flash and
 memory-efficient kernels, this backward is not itself differentiable (no
 double backward).
 """
@@ -77,6 +79,8 @@ def _block_scores(xp, q_block, k_t, mask_block, causal, start, scale):
         diagonal = scores[..., start:kv]  # only the block on the diagonal has masked entries
         xp.add(diagonal, xp.where(cols > rows, -np.inf, 0.0).astype(scores.dtype), out=diagonal)
     if mask_block is not None:
+        if mask_block.shape[-1] > kv:  # is_causal with a mask too: only the keys the causal block sees
+            mask_block = mask_block[..., :kv]
         if mask_block.dtype == np.bool_:
             scores = xp.where(mask_block, scores, -np.inf)
         else:
@@ -113,7 +117,17 @@ def _keeps_probabilities(query_shape, key_shape) -> bool:
     return key_shape[-2] <= 4 * query_shape[-1]
 
 
-def _forward_impl(xp, q, k, v, mask, seed, causal, scale, dropout_p):
+def _reduced(array):
+    """The float16 / bfloat16 dtype an operand came in (torch's flash kernel rounds to it inside), else None."""
+    return array.dtype if array.dtype.kind == "f" and array.itemsize < 4 or array.dtype.name == "bfloat16" else None
+
+
+def _forward_impl(xp, q, k, v, mask, seed, causal, scale, dropout_p, rounded=False):
+    # rounded: torch's CPU flash kernel on float16 / bfloat16 operands accumulates in float32 but rounds the
+    # unnormalised exponentials to the operands' dtype before multiplying them with V (normalising after);
+    # matching that step makes the output agree bit for bit, where a float32 softmax is an ulp off in a
+    # third of its entries (nanoGPT under bfloat16 autocast)
+    reduced = _reduced(q) if rounded else None
     q, k, v, mask = _widen(q, k, v, mask)
     seed = 0 if seed is None else int(seed)
     length = q.shape[-2]
@@ -129,7 +143,7 @@ def _forward_impl(xp, q, k, v, mask, seed, causal, scale, dropout_p):
         stop = min(start + block, length)
         kv = _key_stop(causal, stop, k.shape[-2])
         kernel = None
-        if mask is None and dropout_p == 0:
+        if mask is None and dropout_p == 0 and reduced is None:
             kernel = _softmax_kernel(xp, q.shape[:-2] + (stop - start, kv), q.dtype, scale)
         scores = _block_scores(xp, q[..., start:stop, :], k_t, _mask_block(mask, start, stop), causal, start,
                                None if kernel is not None else scale)
@@ -147,6 +161,11 @@ def _forward_impl(xp, q, k, v, mask, seed, causal, scale, dropout_p):
         empty = total == 0  # a fully masked row: torch's fused kernels output zeros there, not nan
         total = xp.where(empty, 1.0, total).astype(q.dtype)
         lse[..., start:stop] = xp.where(empty, np.inf, row_max + xp.log(total))[..., 0]
+        if reduced is not None:
+            if keep:
+                probabilities[..., start:stop, :kv] = weights / total
+            out[..., start:stop, :] = xp.matmul(weights.astype(reduced).astype(q.dtype), v[..., :kv, :]) / total
+            continue
         if keep:  # normalised in place and kept (backward reads them)
             weights /= total
             probabilities[..., start:stop, :kv] = weights
@@ -199,7 +218,13 @@ def _scale_in_place(weights, kept, p):
     return weights
 
 
-def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, seed, causal, scale, dropout_p):
+def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, seed, causal, scale, dropout_p, rounded=False):
+    # rounded: as torch's flash backward on float16 / bfloat16, the probabilities (for grad V) and the score
+    # gradients (for grad Q, grad K, before scaling) are rounded to the operands' dtype before their GEMMs
+    reduced = _reduced(q) if rounded else None
+    # float16/bfloat16 on torch's math path (not `rounded`): it differentiates a float32 softmax, so each row's
+    # sum(dP * P) comes from the probabilities, not from the output rounded to the half type
+    exact_delta = not rounded and _reduced(q) is not None
     g, q, k, v, out, lse, mask = _widen(g, q, k, v, out, lse, mask)
     seed = 0 if seed is None else int(seed)
     saved = saved if saved.size else None  # the forward's softmax, when it kept it (_keeps_probabilities)
@@ -233,12 +258,16 @@ def _backward_impl(xp, g, q, k, v, out, lse, saved, mask, seed, causal, scale, d
         else:
             keep = None
             dropped = probabilities
-        grad_v.add(xp.swapaxes(dropped, -1, -2), g_block)
+        grad_v.add(xp.swapaxes(dropped if reduced is None else dropped.astype(reduced).astype(q.dtype), -1, -2),
+                   g_block)
         grad_scores = xp.matmul(g_block, v_t[..., :kv])
         if keep is not None:
             grad_scores *= keep
-        grad_scores -= delta[..., start:stop, :]
+        grad_scores -= ((grad_scores * probabilities).sum(-1, keepdims=True) if exact_delta
+                        else delta[..., start:stop, :])
         grad_scores *= probabilities
+        if reduced is not None:
+            grad_scores = grad_scores.astype(reduced).astype(q.dtype)
         # the gradient of the scaled scores q k^T * scale: one pass over the block (in cache) instead of
         # scaling the L x D queries and grad_q
         grad_scores *= scale
@@ -346,10 +375,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_CPP_NAMES.get(attn_mask.dtype.name, attn_mask.dtype.name)} and  "
                            f"query.dtype: {_CPP_NAMES.get(query.dtype.name, query.dtype.name)} instead.")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     flash_blockers = None if _flags.all_enabled() else _flash_blockers(query, key, value, attn_mask, dropout_p,
                                                                         enable_gqa)
+    if is_causal and attn_mask is not None:
+        # torch's CPU flash kernel applies both (the causal triangle, then the mask); only its math backend
+        # refuses the pair, so raise only where torch would take that backend
+        blockers = _flash_blockers(query, key, value, attn_mask, dropout_p, enable_gqa) \
+            if _flags.all_enabled() else flash_blockers
+        if blockers is not None or _flags.FLASH not in _flags.enabled:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         if key.shape[-3] == 0 or query.shape[-3] % key.shape[-3] or value.shape[-3] != key.shape[-3]:
             raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
@@ -362,10 +397,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         attn_mask = attn_mask.to(query.dtype)
     if not _flags.all_enabled() and _choose_backend(flash_blockers) == _flags.MATH:  # nn.attention.sdpa_kernel
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    # the dropout masks come from the default generator's stream (manual_seed reproduces them); backward
-    # regenerates them from this seed.  It is a 0-d tensor drawn by a random factory, an operand of the op:
-    # under ember.compile the draw is a recorded random node, made anew by each replay (a seed read into
-    # Python was an untraced draw, which made every call with attention dropout run eagerly)
+    if dropout_p > 0:
+        # torch's fused CPU kernels take no dropout: it runs the math backend, whose dropout is at::dropout on
+        # the probabilities (a bernoulli draw of their shape from the default generator).  The same path here
+        # draws torch's masks under the same seed, so a model with attention dropout trains as under torch
+        # (the blocked kernel's own per-block masks, drawn from a seed, did not)
+        return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    # (the blocked kernel still takes a dropout seed: a 0-d tensor drawn by a random factory, an operand of the
+    # op, so that under ember.compile the draw is a recorded random node, made anew by each replay)
     seed = _factory((), dt.int64, query._device, False, None, None, ("integers", 0, 2**63 - 1)) \
         if dropout_p > 0 else None
     if key.shape[-2] == 0:  # no keys: torch's output is zeros; the composite form gets there without a row max
@@ -374,6 +413,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         # a learned additive mask: fall back to the composite (math) form so it gets a gradient
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     params = {"causal": bool(is_causal), "scale": float(scale), "dropout_p": float(dropout_p)}
+    if query._dtype in (dt.float16, dt.bfloat16) and dropout_p == 0:  # torch's flash kernel, not its math path
+        params["rounded"] = (_flash_blockers(query, key, value, attn_mask, dropout_p, enable_gqa)
+                             if _flags.all_enabled() else flash_blockers) is None
     return call(SDPA, (query, key, value, attn_mask, seed), params)[0]
 
 
@@ -455,7 +497,10 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """The composite form (torch's math backend): a row no key may see gets zeros, as torch's _safe_softmax."""
     from .functional import dropout, softmax
 
-    scores = query.matmul(key.transpose(-2, -1)) * scale
+    # as torch's math backend: q and k each scaled by sqrt(scale) before the product ("for stability"), which
+    # rounds as torch does where scaling the scores would not
+    factor = math.sqrt(abs(scale))
+    scores = (query * (-factor if scale < 0 else factor)).matmul(key.transpose(-2, -1) * factor)
     if is_causal:
         length, keys = query.shape[-2], key.shape[-2]
         attn_mask = _ops_tril(length, keys, query.device)

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._autograd.grad_mode import no_grad
 from .._autograd.grad_mode import state as _grad_state
+from .._autograd.node import name_node
 from .._dispatch import SAVE_INPUTS, OpDef, call, keep
 from .._tensor import SCALAR_NAMES, Tensor
 from .functional import log_softmax, logsigmoid, one_hot, pairwise_distance, range_check, softplus
@@ -41,9 +42,11 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    reduction = "none" if not reduce else "mean" if size_average else "sum"
+    # torch's _Reduction.legacy_get_string warns each time (old VAE / GAN code still passes size_average=False)
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
 
 
 def _check_same_size(input: Tensor, target: Tensor, name: str) -> None:
@@ -73,11 +76,19 @@ def _weighted_reduce(loss: Tensor, weight: Tensor | None, input: Tensor, reducti
     raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
+def _kernel_named(loss: Tensor, grad_name: str) -> Tensor:
+    """`loss` with torch's node name for the one kernel its loss runs (print(loss) reads
+    `grad_fn=<MseLossBackward0>`), where ember's decomposition ends in another op."""
+    name_node(loss, grad_name)
+    return loss
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     _check_same_size(input, target, "mse_loss")
     loss = (input - target).square()
-    return _weighted_reduce(loss, weight, input, _legacy_reduction(size_average, reduce, reduction))
+    loss = _weighted_reduce(loss, weight, input, _legacy_reduction(size_average, reduce, reduction))
+    return loss if weight is not None else _kernel_named(loss, "MseLossBackward0")  # (weighted: a composite)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -95,7 +106,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     diff = (input - target).abs()
     loss = where(diff < delta, 0.5 * diff.square(), delta * (diff - 0.5 * delta))
-    return _weighted_reduce(loss, weight, input, reduction, weight_mean=False)
+    loss = _weighted_reduce(loss, weight, input, reduction, weight_mean=False)
+    return loss if weight is not None else _kernel_named(loss, "HuberLossBackward0")
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -109,7 +121,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
         loss = diff
     else:
         loss = where(diff < beta, 0.5 * diff.square() / beta, diff - 0.5 * beta)
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    loss = _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    return loss if beta == 0.0 else _kernel_named(loss, "SmoothL1LossBackward0")  # (beta 0: torch's l1_loss)
 
 
 def _reject_weight_grad(weight: Tensor | None, kernel: str, name: str = "weight") -> None:
@@ -159,12 +172,18 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         w = valid.to(input.dtype)
     loss = -picked * w
     if reduction == "none":
-        return loss.squeeze(0) if unbatched else loss
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "mean":
-        return call(_WEIGHTED_MEAN, (loss.sum(), w.sum()))
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+        loss = loss.squeeze(0) if unbatched else loss
+    elif reduction == "sum":
+        loss = loss.sum()
+    elif reduction == "mean":
+        loss = call(_WEIGHTED_MEAN, (loss.sum(), w.sum()))
+    else:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    # torch's kernels: nll_loss for (N, C) / (C,), nll_loss2d for (N, C, H, W); other N-D input is reshaped to
+    # 4-D around nll_loss2d, the unreduced result viewed back
+    if input.ndim <= 2:
+        return _kernel_named(loss, "NllLossBackward0")
+    return _kernel_named(loss, "NllLoss2DBackward0" if input.ndim == 4 or reduction != "none" else "ViewBackward0")
 
 
 def _weighted_mean_backward(ctx, grad):
@@ -225,9 +244,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
             shape[class_dim] = classes
             logp = logp * weight.reshape(shape)
         loss = -(logp * target).sum(class_dim)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // classes if input.ndim > 1 else 1)
-        return _reduce(loss, reduction)
+        if reduction == "mean":  # torch: the negated sum divided by a number (DivBackward1), else NegBackward0
+            return _kernel_named(loss.sum() / (input.numel() // classes if input.ndim > 1 else 1), "DivBackward1")
+        return _kernel_named(_reduce(loss, reduction), "NegBackward0")
     if label_smoothing <= 0:
         return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     classes = input.shape[class_dim]
@@ -249,8 +268,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         denominator = (denominator * valid).sum()
     else:
         denominator = valid.sum()
-    return call(_WEIGHTED_MEAN, (nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes),
+    loss = call(_WEIGHTED_MEAN, (nll.sum() * (1 - label_smoothing) + smooth.sum() * (label_smoothing / classes),
                                  denominator))
+    return _kernel_named(loss, "AddBackward0")  # torch: (1 - ls) * nll + ls * smooth / classes, both divided
 
 
 def _bce_impl(xp, p, y):
@@ -293,7 +313,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = call(_BCE, (input, target))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _kernel_named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -314,7 +334,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         loss = (1 - target) * input - logsigmoid(input)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _kernel_named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",

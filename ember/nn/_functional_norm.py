@@ -215,6 +215,8 @@ NORMALIZE = OpDef("native_layer_norm", _normalize_impl, _normalize_backward, dty
 NORMALIZE_BATCH = OpDef("native_batch_norm", _normalize_impl, _normalize_backward, dtype_rule=_normalize_rule,
                         saves=SAVE_INPUTS | SAVE_RESULT, outputs=3, differentiable_outputs=(True, False, False),
                         meta=_normalize_meta, grad_name="NativeBatchNormBackward0")
+# one backward kernel in torch (native_layer_norm_backward, ...): float16/bfloat16 gradients rounded once
+NORMALIZE.opmath_backward = NORMALIZE_BATCH.opmath_backward = True
 
 
 def normalize(x: Tensor, weight, bias, axes: tuple, eps: float, op=NORMALIZE):
@@ -363,15 +365,19 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: floa
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(param.shape)} and input of shape {list(input.shape)}")
     _check_param_dtypes(input, (weight, bias), "GroupNormKernelImpl")
+    # float16/bfloat16: normalised and scaled in float32 and rounded once, as torch's GroupNormKernelImpl (its
+    # backward kernel too), not rounded after the normalisation, the scale and the shift each
+    half = input.dtype in (dt.float16, dt.bfloat16)
+    x = input.float() if half else input
     # (-1 cannot be inferred for an empty batch)
-    grouped = input.reshape(n, num_groups, -1 if n else math.prod(input.shape[1:]) // num_groups)
+    grouped = x.reshape(n, num_groups, -1 if n else math.prod(input.shape[1:]) // num_groups)
     y = normalize(grouped, None, None, (2,), eps)[0].reshape(input.shape)
     shape = _channel_shape(input)
     if weight is not None:
-        y = y * weight.reshape(shape)
+        y = y * (weight.float() if half else weight).reshape(shape)
     if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+        y = y + (bias.float() if half else bias).reshape(shape)
+    return y.to(input.dtype) if half else y
 
 
 def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = None) -> Tensor:

@@ -17,6 +17,7 @@ from .._dispatch import SAVE_RESULT, OpDef, call, quantized_error
 from .._ops import conv as conv_ops
 from .._ops import quantized_ops
 from .._ops._api import not_implemented
+from .._ops._shapes import in_suggested_layout
 from .._tensor import Tensor
 from ._functional_conv import _tuple
 
@@ -74,7 +75,8 @@ def _max_pool_impl(xp, x, kernel, stride, padding, dilation, out):
     spatial = x.shape[2:]
     pad_right = [max((out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - padding[i], 0)
                  for i in range(dims)]
-    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    floating = x.dtype.kind in "fV"  # (ml_dtypes' bfloat16 is a NumPy 'V' kind: -inf fills it, not iinfo)
+    fill = -np.inf if floating else np.iinfo(x.dtype).min
     pads = ((0, 0), (0, 0)) + tuple((padding[i], pad_right[i]) for i in range(dims))
     shape = x.shape[:2] + tuple(out) + tuple(kernel)
 
@@ -88,7 +90,7 @@ def _max_pool_impl(xp, x, kernel, stride, padding, dilation, out):
         return view.reshape(shape[: 2 + dims] + (-1,))
 
     flat = windows(x)
-    if flat.dtype.kind == "f":
+    if floating:
         nan = xp.isnan(flat)
         arg = xp.where(nan.any(-1), nan.argmax(-1), flat.argmax(-1))
     else:
@@ -128,7 +130,12 @@ def _max_pool_meta(args, params):
     return shape, shape
 
 
-MAX_POOL = OpDef("max_pool", _max_pool_impl, _max_pool_backward, dtype_rule=_max_pool_rule, saves=SAVE_RESULT,
+def _max_pool_op_impl(xp, x, kernel, stride, padding, dilation, out):
+    values, index = _max_pool_impl(xp, x, kernel, stride, padding, dilation, out)
+    return in_suggested_layout(xp, values, x), in_suggested_layout(xp, index, x)
+
+
+MAX_POOL = OpDef("max_pool", _max_pool_op_impl, _max_pool_backward, dtype_rule=_max_pool_rule, saves=SAVE_RESULT,
                  outputs=2, upcast_half=False, meta=_max_pool_meta, grad_name="MaxPool2DWithIndicesBackward0")
 MAX_POOL.quantized = quantized_ops.max_pool  # the same windows over the integers (NOTE [ Quantized dtypes ])
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
 from .._tensor import Tensor
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
@@ -41,7 +42,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.ndim}")
     if mode == "constant":
-        return _pad_constant(input, pad, 0.0 if value is None else value)
+        result = _pad_constant(input, pad, 0.0 if value is None else value)
+        name_node(result, "ConstantPadNdBackward0")  # torch's one kernel, where ember writes into a new tensor
+        return result
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode not in ("reflect", "replicate", "circular"):
@@ -418,15 +421,25 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     return result
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+def _warn_upsample(name: str) -> None:
+    """torch's deprecation warning for the upsample* functions (interpolate replaced them)."""
+    import warnings
+
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
+    _warn_upsample("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-def upsample_nearest(input, size=None, scale_factor=None):
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    _warn_upsample("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-def upsample_bilinear(input, size=None, scale_factor=None):
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    _warn_upsample("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import warnings
 
 from .. import _dtype as dt
+from .._autograd.node import name_node
+from .._backends import MetaArray
 from .._dispatch import OpDef, call, keep
 from .._ops import nn_ops
+from .._ops._shapes import array_order
 from .._ops.nn_ops import linear  # noqa: F401  (F.linear is the registry's op)
 from .._ops.nn_ops import log_softmax as _log_softmax
 from .._ops.nn_ops import softmax as _softmax
@@ -220,13 +223,15 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
-    from .. import where
-
     _float_only(input, "leaky_relu_cpu")
     if training:
+        from .._ops.random import rrelu_noise
+
         x = input.clone() if inplace else input  # input * slopes saves x: keep it out of the in-place write's way
-        slopes = input.new_empty(input.shape).uniform_(lower, upper)
-        result = where(x >= 0, x, x * slopes)
+        # torch draws a slope only for each element <= 0, in order, and differentiates through the noise (the
+        # subgradient at 0 is that slope); one slope per element, drawn for all, took other numbers
+        result = x * rrelu_noise(input, lower, upper)
+        name_node(result, "RreluWithNoiseBackward0")
     else:
         result = leaky_relu(input, (lower + upper) / 2)
     return _inplace_result(input, result, inplace)
@@ -285,9 +290,23 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1.0:
         return _inplace_result(input, input * 0, inplace)
-    mask = input.new_empty(input.shape).bernoulli_(1 - p)  # torch's _dropout_impl: the same draws, the same factor
+    mask = _bernoulli_like(input, 1 - p)  # torch's _dropout_impl: the same draws, the same factor
     return _inplace_result(input, nn_ops.dropout_with_mask(input, mask, nn_ops.dropout_scale(input.dtype, p)),
                            inplace)
+
+
+def _bernoulli_like(input: Tensor, p: float) -> Tensor:
+    """torch's dropout noise, `empty_like(input).bernoulli_(p)`: empty_like keeps input's layout
+    (preserve_format) and bernoulli_ fills in memory order, so a transposed input (a batch-first
+    nn.MultiheadAttention's output) gets its draws in that order, not in index order.  Drawn into a fresh
+    C-contiguous tensor of the permuted shape and viewed back: the same numbers in the same places, and a
+    compiled replay (whose fresh tensors are C order, and which breaks on in-place writes to views) agrees."""
+    order = None if isinstance(input._data, MetaArray) else array_order(input._data)
+    if order is None:
+        return input.new_empty(input.shape).bernoulli_(p)
+    outer = order[::-1]
+    noise = input.new_empty(tuple(input.shape[d] for d in outer)).bernoulli_(p)
+    return noise.permute(tuple(outer.index(d) for d in range(input.ndim)))
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, channel_dims: int = 2):
@@ -375,7 +394,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         return input
     if p == 1.0:
         return _inplace_result(input, input * 0, inplace)
-    keep = input.new_empty(input.shape).bernoulli_(1 - p)
+    keep = _bernoulli_like(input, 1 - p)
     return _inplace_result(input, _alpha_dropout(input, keep, p), inplace)
 
 
@@ -427,6 +446,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if padding_idx is not None and weight.requires_grad:
         mask = (input != padding_idx).unsqueeze(-1).to(weight.dtype)
         out = out * mask + (out * (1 - mask)).detach()
+    name_node(out, "EmbeddingBackward0")  # torch's one kernel (print(embedded) shows it)
     return out
 
 

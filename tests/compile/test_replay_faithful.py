@@ -1220,8 +1220,10 @@ def test_attention_dropout_compiles_and_draws_as_eager():
         ember.manual_seed(seed)
         expected = attention(q, k, v)
         expected.sum().backward()
-        np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
-        np.testing.assert_allclose(grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+        # attention with dropout runs torch's math backend (softmax, dropout, matmul): the replay's fused softmax
+        # may round an ulp away from eager's; a different dropout draw would differ by O(1)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
         q.grad = None
     assert not compiled.graph_breaks and len(compiled.graphs) == 1
 

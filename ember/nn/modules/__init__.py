@@ -1,5 +1,7 @@
 """nn modules, one file per layer family."""
 
+# torch's per-file modules whose classes ember defines in another layer-family file (nn.modules.batchnorm._BatchNorm)
+from . import batchnorm, channelshuffle, distance, fold, instancenorm, padding, pixelshuffle, upsampling  # noqa: E402,F401,I001
 from .activation import *  # noqa: F403
 from .adaptive import *  # noqa: F403
 from .container import *  # noqa: F403
