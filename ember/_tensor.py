@@ -828,7 +828,10 @@ class Tensor:
     def _warn_scalar_of_requires_grad(self) -> None:
         """torch's warn-once from float() / complex() (not int(), bool() or item()) of a tensor that requires
         grad, e.g. `float(loss)` in a training loop; every time under torch.set_warn_always(True)."""
-        if not self.requires_grad:
+        from ._autograd.grad_mode import is_grad_enabled
+
+        # torch checks grad mode too: no warning under no_grad (LBFGS's `float(closure())` in its no-grad step)
+        if not self.requires_grad or not is_grad_enabled():
             return
         from ._ops._api import _user_stacklevel
         from ._ops.top_level_functions import _WarnAlways

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .engine import run_backward
 
@@ -10,7 +10,10 @@ from .engine import run_backward
 def _as_tuple(value) -> tuple:
     if value is None:
         return ()
-    if isinstance(value, Sequence) and not hasattr(value, "_data"):
+    if hasattr(value, "_data"):
+        return (value,)
+    # torch takes any iterable of tensors (MAML passes `params.values()`, a dict view), not only sequences
+    if isinstance(value, (Sequence, Iterable)):
         return tuple(value)
     return (value,)
 

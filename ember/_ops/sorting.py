@@ -6,8 +6,10 @@ torch sorts nan as larger than every number (NumPy's order too): last ascending,
 first descending.  Ties keep their input order in a stable sort; descending
 stable sorts are built by sorting the reversed dim ascending and reversing back,
 which keeps equal elements (and nans) in input order.  Selection ops (median,
-kthvalue, topk) pick from that stable order; where torch's own kernel leaves the
-index among ties unspecified, ours is the stable one.
+kthvalue) pick from that stable order; where torch's own kernel leaves the
+index among ties unspecified, ours is the stable one.  topk and the unstable sort
+replay torch's kernel on slices with ties (and unsorted topk results), up to
+REPLAY_LIMIT elements a call (bigger tie-heavy calls keep the stable order): see _stl_select.
 
 The gradient of every value-selecting op scatters the output gradient back to
 the selected positions (torch's value_selecting_reduction_backward).
@@ -82,10 +84,17 @@ def _check_reduction_dim(name: str, input: Tensor, dim: int) -> None:
 # ---------------------------------------------------------------- sort, argsort, msort, topk
 
 
-def _sort_impl(xp, a, dim, descending):
+def _sort_impl(xp, a, dim, descending, stable=True):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     order = stable_order(xp, a, dim, descending)
+    n = a.shape[dim]
+    # torch's unstable CPU sort is std::sort on (value, index) pairs: an insertion sort (stable) up to 16
+    # elements, introsort beyond, whose order among equal values we replay; its 1-d ascending integer sort of
+    # >= 32768 elements is a radix sort, stable.
+    radix = a.ndim == 1 and n >= 32768 and a.dtype.kind in "iu" and not descending
+    if not stable and xp is np and n > 16 and not radix:
+        order = _replay_ties(a, order, dim, n, lambda row: _torch_select_row(row, n, descending, True, "sort"))
     return xp.take_along_axis(a, order, axis=dim), order
 
 
@@ -105,9 +114,9 @@ def _no_complex_sort(input: Tensor, name: str) -> None:
 
 @export
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *, out=None):
-    """(values, indices) sorted along `dim`; always stable here (torch's unstable order is unspecified)."""
+    """(values, indices) sorted along `dim`; unstable sorts order equal values as torch's std::sort does."""
     _no_complex_sort(input, "Sort")
-    params = {"dim": wrap_dim(dim, input.ndim), "descending": bool(descending)}
+    params = {"dim": wrap_dim(dim, input.ndim), "descending": bool(descending), "stable": bool(stable)}
     values, indices = call(_SORT, (input,), params)
     return _finish_pair(sort_type, values, indices, out)
 
@@ -130,10 +139,74 @@ def _topk_rule(args, params):
     return None, (args[0]._dtype, dt.int64)
 
 
-def _topk_impl(xp, a, k, dim, largest):
+def _torch_select_row(row, k: int, largest: bool, sorted: bool, algorithm: str = "topk") -> list:
+    """The indices torch's CPU kernel picks for one slice, on (value, index) pairs compared by value, nan
+    largest: topk's nth_element then a sort of the first k - 1 (a partial_sort when k * 64 <= the slice's
+    size), or sort's std::sort."""
+    from . import _stl_select as stl
+
+    q = list(zip(row.tolist(), range(len(row))))
+    isnan = (lambda v: v != v) if row.dtype.kind == "f" else (lambda v: False)
+    if largest:
+        def less(x, y):
+            return (isnan(x[0]) and not isnan(y[0])) or x[0] > y[0]
+    else:
+        def less(x, y):
+            return (not isnan(x[0]) and isnan(y[0])) or x[0] < y[0]
+    n = len(q)
+    if algorithm == "sort":
+        stl.sort(q, 0, n, less)
+    elif k * 64 <= n:
+        stl.partial_sort(q, 0, k, n, less)
+    else:
+        stl.nth_element(q, 0, k - 1, n, less)
+        if sorted:
+            stl.sort(q, 0, k - 1, less)
+    return [index for _, index in q[:k]]
+
+
+# Elements (slices x slice length) up to which tied slices are replayed; a larger call keeps the stable order.
+# The replay runs libstdc++'s algorithms in Python (~2 us an element): torch's tie order on the sizes where it
+# shows (a router's top-k, a sort of labels: 60,000 tied int64 take 124 ms replayed), NumPy's speed on big
+# tie-heavy calls (256 x 1000 int64: 400 ms replayed, 8 ms stable).
+REPLAY_LIMIT = 1 << 16
+
+
+def _replay_ties(a, order, dim, k, replay, every_row=False, also=None):
+    """`order` (a stable order along `dim`, at least k long) with its first k positions replaced by
+    `replay(slice)` on the slices whose leading values tie, or where the flattened row mask `also` is set (or on
+    every slice), unless those slices hold more than REPLAY_LIMIT elements."""
+    if a.size > REPLAY_LIMIT and every_row:
+        return order
+    keys = _sortable(a)
+    picked = np.moveaxis(np.take_along_axis(keys, order, axis=dim), dim, -1)
+    picked = picked.reshape(-1, picked.shape[-1])
+    same = picked[:, 1:] == picked[:, :-1]
+    if keys.dtype.kind == "f":
+        same |= np.isnan(picked[:, 1:]) & np.isnan(picked[:, :-1])
+    tied = same.any(axis=1) if also is None else same.any(axis=1) | also
+    rows = np.arange(len(picked)) if every_row else np.flatnonzero(tied)
+    if not len(rows) or len(rows) * a.shape[dim] > REPLAY_LIMIT:
+        return order
+    flat_keys = np.moveaxis(keys, dim, -1).reshape(-1, a.shape[dim])
+    moved = np.moveaxis(order, dim, -1)
+    shape = moved.shape
+    moved = moved.reshape(-1, shape[-1]).copy()
+    for r in rows:
+        moved[r, :k] = replay(flat_keys[r])
+    return np.moveaxis(moved.reshape(shape), -1, dim)
+
+
+def _topk_impl(xp, a, k, dim, largest, sorted=True):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     order = stable_order(xp, a, dim, largest)
+    order = xp.take(order, xp.arange(k + (k < a.shape[dim])), axis=dim)
+    if xp is np and k > 0 and a.size:
+        # Among distinct values every kernel agrees, but which of equal values torch returns (and the order of
+        # an unsorted result) is its kernel's: replay it on the slices where that matters (see _stl_select).
+        order = _replay_ties(a, order, dim, k, lambda row: _torch_select_row(row, k, largest, sorted),
+                             every_row=not sorted)
     order = xp.take(order, xp.arange(k), axis=dim)
     return xp.take_along_axis(a, order, axis=dim), order
 
@@ -150,7 +223,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     size = input.shape[dim] if input.ndim else 1
     if k < 0 or k > size:
         raise RuntimeError("selected index k out of range")
-    values, indices = call(_TOPK, (input,), {"k": int(k), "dim": dim, "largest": bool(largest)})
+    values, indices = call(_TOPK, (input,), {"k": int(k), "dim": dim, "largest": bool(largest),
+                                             "sorted": bool(sorted)})
     return _finish_pair(topk_type, values, indices, out)
 
 
@@ -170,9 +244,26 @@ def _kthvalue_impl(xp, a, k, dim, keepdim):
     if a.ndim == 0:
         return a.copy(), xp.zeros((), np.int64)
     order = stable_order(xp, a, dim, False)
+    if xp is np:
+        # which of equal values torch returns is its quick-select's: replay it on slices with ties
+        order = _replay_ties(a, order, dim, k, lambda row: _torch_kthvalue_row(row, k))
     shape = list(a.shape)
     shape[dim] = 1
     return _pick(xp, a, order, xp.full(shape, k - 1, np.int64), dim, keepdim)
+
+
+def _torch_kthvalue_row(row, k: int) -> list:
+    from . import _stl_select as stl
+
+    q = list(zip(row.tolist(), range(len(row))))
+    if row.dtype.kind == "f":
+        def greater(x, y):
+            return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
+    else:
+        def greater(x, y):
+            return x[0] > y[0]
+    stl.torch_quick_select(q, k - 1, greater)
+    return [index for _, index in q[:k]]
 
 
 _KTHVALUE = _selection_op("kthvalue", _kthvalue_impl)
@@ -266,6 +357,14 @@ median = _median("median", _MEDIAN_ALL, _MEDIAN_DIM, median_type)
 nanmedian = _median("nanmedian", _NANMEDIAN_ALL, _NANMEDIAN_DIM, nanmedian_type)
 
 
+def _torch_mode_row(row) -> list:
+    from . import _stl_select as stl
+
+    q = list(zip(row.tolist(), range(len(row))))
+    stl.sort(q, 0, len(q), lambda x, y: x[0] < y[0])
+    return [index for _, index in q]
+
+
 def _mode_impl(xp, a, dim, keepdim):
     """The most frequent value (smallest among equally frequent ones) and the last index holding it."""
     if a.ndim == 0:
@@ -274,6 +373,11 @@ def _mode_impl(xp, a, dim, keepdim):
     rows = moved.reshape(-1, moved.shape[-1]) if moved.size else moved.reshape(0, moved.shape[-1])
     size = rows.shape[-1]
     order = stable_order(xp, rows, 1, False)
+    if xp is np and rows.size:
+        # torch's mode std::sort-s (value, index) pairs by value with a plain `<` and reports the last index of
+        # the mode's run: replay that sort on slices with ties or nan (see _stl_select)
+        nan = np.isnan(_sortable(rows)).any(axis=1) if rows.dtype.kind in "fV" else None
+        order = _replay_ties(rows, order, 1, size, _torch_mode_row, also=nan)
     ordered = xp.take_along_axis(rows, order, axis=1)
     positions = xp.arange(size)
     new_run = xp.ones(ordered.shape, bool)

@@ -15,7 +15,7 @@ inits, dropout masks and samples are the same draws.  What they found (focused t
 dropout drew masks of its own; dropout / rand_like of a transposed tensor drew in index, not memory, order;
 rrelu drew a slope per element; sdpa refused attn_mask with is_causal (torch's flash kernel takes both);
 grad_fn names differed (`print(loss)`: DivBackward0 for NllLossBackward0, ...); size_average / F.upsample
-gave no deprecation warning.  Left: topk's order among ties (strict xfail).
+gave no deprecation warning.  topk's order among ties, left as a strict xfail here, was fixed in round 23d.
 
 float32 throughout (as the originals run), so rtol 1e-3; gradients that are zero in exact arithmetic (attention
 key biases: softmax ignores a shift that is the same for every key) are rounding noise that Adam turns into
@@ -377,11 +377,9 @@ def test_legacy_loss_arguments_and_upsample_warn_as_torch():
     assert len(want) == 6 and got == want
 
 
-@pytest.mark.xfail(strict=True, reason="topk among ties: torch's CPU kernel picks with libstdc++'s nth_element / "
-                   "partial_sort (an unspecified order, and at the k-th boundary an unspecified member), ember keeps "
-                   "the stable order (NOTE [ NaN ordering ] in ember/_ops/sorting.py); bfloat16 logits tie often, "
-                   "so a beam search over them picks other beams")
 def test_topk_among_ties_picks_torchs_indices():
+    """bfloat16 logits tie often, so a beam search over them picks by torch's topk kernel among equal values
+    (fixed in round 23d: ember replays libstdc++'s nth_element / partial_sort, see ember/_ops/_stl_select.py)."""
     rng = np.random.default_rng(0)
     scores = np.round(rng.standard_normal((4, 50)) * 4) / 4  # bfloat16-like: many equal values
 
