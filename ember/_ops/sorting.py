@@ -175,8 +175,8 @@ REPLAY_LIMIT = 1 << 16
 def _replay_ties(a, order, dim, k, replay, every_row=False, also=None):
     """`order` (a stable order along `dim`, at least k long) with its first k positions replaced by
     `replay(slice)` on the slices whose leading values tie, or where the flattened row mask `also` is set (or on
-    every slice), unless those slices hold more than REPLAY_LIMIT elements."""
-    if a.size > REPLAY_LIMIT and every_row:
+    every slice); calls of more than REPLAY_LIMIT elements keep the stable order."""
+    if a.size > REPLAY_LIMIT:  # (not even looked at: big sorts pay nothing for the replay)
         return order
     keys = _sortable(a)
     picked = np.moveaxis(np.take_along_axis(keys, order, axis=dim), dim, -1)
