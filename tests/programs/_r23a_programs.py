@@ -17,32 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-
-
-def _np(t):
-    if hasattr(t, "detach"):
-        t = t.detach()
-        if str(t.dtype).endswith("bfloat16"):
-            t = t.float()
-        return t.cpu().numpy().copy()
-    return np.array(t, copy=True)
-
-
-def setup(lib, modules, state):
-    """Load `state` into the modules, or return their own initial state."""
-    if state is None:
-        return {name: {k: _np(v) for k, v in m.state_dict().items()} for name, m in modules.items()}
-    for name, module in modules.items():
-        module.load_state_dict({k: lib.tensor(v) for k, v in state[name].items()})
-    return state
-
-
-def record_params(record, prefix, module):
-    for name, p in module.named_parameters():
-        record[f"param:{prefix}.{name}"] = _np(p)
-    for name, b in module.named_buffers():
-        record[f"buffer:{prefix}.{name}"] = _np(b)
-
+from _records import _np, record_params, setup  # noqa: F401 - the programs' shared recording helpers
 
 # ----------------------------------------------------------------------------------------------------------------
 # karpathy/nanoGPT: model.py

@@ -19,32 +19,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _r23a_programs import crop_block_size, ddpm, nanogpt, nanogpt_resume, resnet, resnet_resume, vit  # noqa: E402
+from _records import compare  # noqa: E402
 
 torch = pytest.importorskip("torch")
 import ember  # noqa: E402
-
-
-def compare(got: dict, want: dict, rtol: float = 1e-4, atol: float = 1e-5, looser: dict | None = None) -> list:
-    """Every mismatching record, with its largest error; empty when all agree.  `looser`: key substring ->
-    (rtol, atol) for entries that rounding is known to move further."""
-    problems = [f"keys differ: {sorted(set(got) ^ set(want))}"] if set(got) != set(want) else []
-    for key in sorted(set(got) & set(want)):
-        a, b = got[key], want[key]
-        if isinstance(b, (str, bool, list, tuple)):
-            if a != b:
-                problems.append(f"{key}: {a!r} vs {b!r}")
-            continue
-        r, t = rtol, atol
-        for part, tolerance in (looser or {}).items():
-            if part in key:
-                r, t = tolerance
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if a.shape != b.shape:
-            problems.append(f"{key}: shape {a.shape} vs {b.shape}")
-        elif not np.allclose(a, b, rtol=r, atol=t, equal_nan=True):
-            problems.append(f"{key}: max abs err {np.abs(a - b).max():.3g} (scale {np.abs(b).max():.3g})")
-    return problems
-
 
 # ------------------------------------------------------------------------------------------------ nanoGPT
 

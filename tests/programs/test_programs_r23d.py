@@ -20,54 +20,17 @@ the programs found.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 import ember  # noqa: E402
 
-
-def _np(t):
-    if hasattr(t, "detach"):
-        return t.detach().cpu().numpy().copy()
-    return np.array(t, copy=True)
-
-
-def setup(lib, modules: dict, state):
-    """Load `state` (torch's initial weights as NumPy) into the modules, or return their own initial state."""
-    if state is None:
-        return {name: {k: _np(v) for k, v in m.state_dict().items()} for name, m in modules.items()}
-    for name, module in modules.items():
-        module.load_state_dict({k: lib.tensor(v) for k, v in state[name].items()})
-    return state
-
-
-def record_params(record: dict, prefix: str, module) -> None:
-    for name, p in module.named_parameters():
-        record[f"param:{prefix}.{name}"] = _np(p)
-    for name, b in module.named_buffers():
-        record[f"buffer:{prefix}.{name}"] = _np(b)
-
-
-def compare(got: dict, want: dict, rtol: float = 1e-4, atol: float = 1e-5, looser: dict | None = None) -> list:
-    """Every mismatching record with its largest error; empty when all agree."""
-    problems = [f"keys differ: {sorted(set(got) ^ set(want))}"] if set(got) != set(want) else []
-    for key in sorted(set(got) & set(want)):
-        a, b = got[key], want[key]
-        if isinstance(b, (str, bool, list, tuple, int)) and not isinstance(b, np.ndarray):
-            if a != b:
-                problems.append(f"{key}: {a!r} vs {b!r}")
-            continue
-        r, t = rtol, atol
-        for part, tolerance in (looser or {}).items():
-            if part in key:
-                r, t = tolerance
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if a.shape != b.shape:
-            problems.append(f"{key}: shape {a.shape} vs {b.shape}")
-        elif not np.allclose(a, b, rtol=r, atol=t, equal_nan=True):
-            problems.append(f"{key}: max abs err {np.abs(a - b).max():.3g} (scale {np.abs(b).max():.3g})")
-    return problems
+sys.path.insert(0, str(Path(__file__).parent))
+from _records import _np, compare, record_params, setup  # noqa: E402, F401
 
 
 def run_both(program, data, **kwargs):
