@@ -367,15 +367,20 @@ def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=N
     return _c2c_n("ifft2", input, s, dim, norm, False, out)
 
 
-def _rfftn(name, input, s, dim, norm, out):
+def _real_nd_input(name, input, s, dim, complex_message: str):
+    """A real n-d transform's input: refused if complex, promoted, resized to `s` over its dims: (x, n-d name, dims)."""
     if isinstance(input, Tensor) and input._dtype.is_complex:
-        raise RuntimeError(f"{_nd(name)} expects a real-valued input tensor, but got {_scalar_name(input.dtype)}")
+        raise RuntimeError(complex_message.format(_scalar_name(input.dtype)))
     x = _promote(input, name)
     name = _nd(name)
     sizes, dims = _shape_and_dims(x, s, dim)
     if not sizes:
         raise RuntimeError(f"{name} must transform at least one axis")
-    x = _resize_all(x, dims, sizes)
+    return _resize_all(x, dims, sizes), name, dims
+
+
+def _rfftn(name, input, s, dim, norm, out):
+    x, name, dims = _real_nd_input(name, input, s, dim, _nd(name) + " expects a real-valued input tensor, but got {}")
     return _finish(name, fft_r2c(x, dims, _norm_mode(norm, True), True), out, True)
 
 
@@ -437,14 +442,7 @@ def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=N
 
 def _ihfftn(name, input, s, dim, norm, out):
     """torch's fft_ihfftn_impl: a onesided r2c over the last dim, then conj and an inverse c2c over the others."""
-    if isinstance(input, Tensor) and input._dtype.is_complex:
-        raise RuntimeError(f"Only supports floating-point dtypes, but found: {_scalar_name(input.dtype)}")
-    x = _promote(input, name)
-    name = _nd(name)
-    sizes, dims = _shape_and_dims(x, s, dim)
-    if not sizes:
-        raise RuntimeError(f"{name} must transform at least one axis")
-    x = _resize_all(x, dims, sizes)
+    x, name, dims = _real_nd_input(name, input, s, dim, "Only supports floating-point dtypes, but found: {}")
     mode = _norm_mode(norm, False)
     result = fft_r2c(x, (dims[-1],), mode, True).conj()
     if len(dims) > 1:

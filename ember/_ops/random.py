@@ -806,9 +806,8 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
 
 def _continuous_only(distribution: str, dtype: dt.dtype) -> None:
     if not dtype.is_floating_point:
-        names = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                 "uint8": "unsigned char", "bool": "bool"}
-        name = SCALAR_NAMES[dtype.name] if distribution == "Exponential" else names.get(dtype.name, dtype.name)
+        cpp_name = dt.CPP_TYPE_NAMES.get(dtype.name, dtype.name)
+        name = SCALAR_NAMES[dtype.name] if distribution == "Exponential" else cpp_name
         raise RuntimeError(
             f"{distribution} distribution is a continuous probability distribution. dtype must be a floating "
             f"point but you specified {name}"

@@ -144,10 +144,6 @@ def storage_type(self: Tensor) -> type:
 
 # ---------------------------------------------------------------- set_
 
-_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-                 "int32": "int", "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-                 "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
-                 "complex128": "c10::complex<double>"}
 
 
 def _set_error(source) -> TypeError:
@@ -170,16 +166,17 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
         self._take_storage(fresh._storage, fresh._data)
     elif isinstance(source, Tensor):
         if source._dtype is not self._dtype:
-            raise RuntimeError(f"Could not set tensor of type {_C_TYPE_NAMES[source._dtype.name]} to a tensor of "
-                               f"type {_C_TYPE_NAMES[self._dtype.name]}")
+            raise RuntimeError(f"Could not set tensor of type {dt.CPP_TYPE_NAMES[source._dtype.name]} to a tensor of "
+                               f"type {dt.CPP_TYPE_NAMES[self._dtype.name]}")
         if size is None:
             self._take_storage(source._storage, source._data)
         else:
             self._take_storage(source._storage, _window(source._storage, self, storage_offset, size, stride))
     elif isinstance(source, (TypedStorage, UntypedStorage)):
         if isinstance(source, TypedStorage) and source.dtype is not self._dtype:
-            raise RuntimeError(f"Expected a Storage of type {_C_TYPE_NAMES[self._dtype.name]} or an UntypedStorage, "
-                               f"but got type {SCALAR_NAMES[source.dtype.name]} for argument 1 'storage'")
+            raise RuntimeError(f"Expected a Storage of type {dt.CPP_TYPE_NAMES[self._dtype.name]} or an "
+                               f"UntypedStorage, but got type {SCALAR_NAMES[source.dtype.name]} for argument 1 "
+                               "'storage'")
         if size is None:
             array = _elements(source._storage, self._dtype)
         else:

@@ -23,9 +23,6 @@ from .fft_ops import _norm_mode, fft_c2c, fft_c2r, fft_r2c
 
 _TENSOR_OPTIONS = ("TensorOptions(dtype={}, device=cpu, layout=Strided (default), requires_grad=false (default), "
                    "pinned_memory=false, memory_format=(nullopt))")
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
 
 
 def _window(name: str, window_length: int, periodic: bool, values, dtype, layout, device,
@@ -41,7 +38,7 @@ def _window(name: str, window_length: int, periodic: bool, values, dtype, layout
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{kind}'")
     if not dtype.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
-                           + _TENSOR_OPTIONS.format(_CPP_NAMES.get(dtype.name, dtype.name)))
+                           + _TENSOR_OPTIONS.format(dt.CPP_TYPE_NAMES.get(dtype.name, dtype.name)))
     if window_length == 0:
         array = np.zeros(0)
     elif window_length == 1:

@@ -373,8 +373,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
     if attn_mask is not None and attn_mask._dtype not in (dt.bool_, dt.float32, query._dtype):
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-                           f"attn_mask.dtype: {_CPP_NAMES.get(attn_mask.dtype.name, attn_mask.dtype.name)} and  "
-                           f"query.dtype: {_CPP_NAMES.get(query.dtype.name, query.dtype.name)} instead.")
+                           f"attn_mask.dtype: {dt.CPP_TYPE_NAMES.get(attn_mask.dtype.name, attn_mask.dtype.name)} and  "
+                           f"query.dtype: {dt.CPP_TYPE_NAMES.get(query.dtype.name, query.dtype.name)} instead.")
     flash_blockers = None if _flags.all_enabled() else _flash_blockers(query, key, value, attn_mask, dropout_p,
                                                                         enable_gqa)
     if is_causal and attn_mask is not None:
@@ -419,9 +419,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     return call(SDPA, (query, key, value, attn_mask, seed), params)[0]
 
 
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-              "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-              "float64": "double"}
 
 
 def _check_attention_shapes(query, key, value, attn_mask) -> None:
