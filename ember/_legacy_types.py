@@ -16,15 +16,9 @@ from ._tensor import SCALAR_NAMES, Tensor
 
 __all__ = ["tensortype", "LEGACY_TYPES", "parse_type", "type_name"]
 
-# C++ names torch prints in TensorOptions (the legacy constructors' dtype mismatch error)
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
-
-
 def _options(dtype: dt.dtype, device) -> str:
-    return (f"TensorOptions(dtype={_CPP_NAMES.get(dtype.name, dtype.name)}, device={device}, layout=Strided, "
+    # the C++ names torch prints in TensorOptions (the legacy constructors' dtype mismatch error)
+    return (f"TensorOptions(dtype={dt.CPP_TYPE_NAMES.get(dtype.name, dtype.name)}, device={device}, layout=Strided, "
             "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))")
 
 

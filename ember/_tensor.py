@@ -459,10 +459,8 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
             if value._dtype is not self._dtype:
-                from ._ops.tensor_storage import _C_TYPE_NAMES
-
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{_C_TYPE_NAMES.get(value._dtype.name)}' to a "
+                    f"attempting to assign a gradient with dtype '{dt.CPP_TYPE_NAMES.get(value._dtype.name)}' to a "
                     f"tensor with grad_dtype '{SCALAR_NAMES[self._dtype.name]}'. The gradient must match the "
                     "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
                     "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
