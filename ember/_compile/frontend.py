@@ -528,7 +528,7 @@ class CompiledFunction:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
         tracer.owner = self._owner
-        tracer.slots = _module_slots(self.module)
+        tracer.slots = _module_slots(self.module, self.written_attrs, self._bound)
         tracer.split = self.options.get("split", True) and not callable(self.backend)
         modules = _modules_in(self.module, args, kwargs)
         # (a plain object's method: its attribute writes are Python state too; an optimizer's own bookkeeping
@@ -784,18 +784,28 @@ def _externals(graphs) -> tuple:
                  for graph in graphs for n in graph.nodes if n.kind == "external")
 
 
-def _module_slots(module) -> dict:
+def _module_slots(module, written=frozenset(), bound=None) -> dict:
     """id(tensor) -> (its `_parameters`/`_buffers` table, name, qualified name) for the compiled module's
     parameters and buffers: a capture reads them from their entries at each call, as torch lifts them to graph
     inputs, so that `functional_call(compiled, params, x)` (MAML) or a reassigned Parameter of the same shape
-    replays the graph instead of recompiling."""
+    replays the graph instead of recompiling.  So too the plain tensor attributes the function writes
+    (`written`, of the modules and of a compiled method's object `bound`): their identity is not guarded
+    (pyguards.module_attributes' skip), and a replay sets them again, so the next one must read the new tensor
+    (`out = x - self.prev; self.prev = x`, an RNN's `self.h = h.detach()`), not the one seen at capture."""
     slots: dict = {}
-    if module is None:
-        return slots
-    for prefix, m in module.named_modules(remove_duplicate=False):
+    named = [] if module is None else list(module.named_modules(remove_duplicate=False))
+    for prefix, m in named:
         for table in (m._parameters, m._buffers):
             for name, tensor in table.items():
                 if tensor is not None:
+                    slots.setdefault(id(tensor), (table, name, f"{prefix}.{name}" if prefix else name))
+    if written:
+        owners = [(prefix, m) for prefix, m in named] + ([("", bound)] if hasattr(bound, "__dict__") else [])
+        for prefix, owner in owners:
+            table = vars(owner)
+            for name in written:
+                tensor = table.get(name)
+                if isinstance(tensor, Tensor):
                     slots.setdefault(id(tensor), (table, name, f"{prefix}.{name}" if prefix else name))
     return slots
 

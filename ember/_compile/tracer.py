@@ -8,7 +8,8 @@ object so replay sees its current values.
 
 What cannot be replayed is a *graph break*, recorded with the user's source line:
 reading a traced tensor into Python (item, bool, tolist, numpy), backward() inside
-the function, an in-place write to a view, a write the dispatcher never saw
+the function, an in-place write to a view of another input's storage (writes
+through views of the graph's own tensors are functionalised: _write_through), a write the dispatcher never saw
 (out=, no-grad indexing assignment: caught by storage version counters), a
 random factory (caught by the default generator's state moving without a
 recorded random op), op parameters carrying array data.  In compile mode the
@@ -30,6 +31,8 @@ import numpy as np
 
 from .. import _dispatch
 from .._autograd.grad_mode import state
+from .._ops import view_nodes
+from .._ops.view_nodes import view_positions
 from .._tensor import Tensor
 from .graph import Graph, Node, Rebuilt, Value
 from .pyguards import array_digest
@@ -80,24 +83,27 @@ def _static_param(value) -> bool:
 
 class ArrayArg:
     """An index array in an op's params that came from a tensor (index_select's ids, x[idx]'s idx): at replay
-    it is read from the node's trailing graph value number `position` (np.asarray(t, int64), reshaped)."""
+    it is read from the node's trailing graph value number `position` (np.asarray(t, int64), reshaped); a
+    `boolean` one is a mask, read as bool (index_put's `x[mask] = v` with a one-element v: Tracer.record)."""
 
-    __slots__ = ("position", "shape", "name")
+    __slots__ = ("position", "shape", "name", "boolean")
 
-    def __init__(self, position: int, shape, name: str) -> None:
-        self.position, self.shape, self.name = position, shape, name
+    def __init__(self, position: int, shape, name: str, boolean: bool = False) -> None:
+        self.position, self.shape, self.name, self.boolean = position, shape, name, boolean
 
     def __repr__(self) -> str:
-        return f"int64({self.name})" + ("" if self.shape is None else f".reshape({self.shape})")
+        return f"{'bool' if self.boolean else 'int64'}({self.name})" + (
+            "" if self.shape is None else f".reshape({self.shape})")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ArrayArg) and (other.position, other.shape) == (self.position, self.shape)
+        return isinstance(other, ArrayArg) and (other.position, other.shape, other.boolean) == (
+            self.position, self.shape, self.boolean)
 
     def __hash__(self) -> int:
-        return hash((ArrayArg, self.position, self.shape))
+        return hash((ArrayArg, self.position, self.shape, self.boolean))
 
     def array(self, tensor):
-        array = np.asarray(tensor._data, np.int64)
+        array = np.asarray(tensor._data, np.bool_ if self.boolean else np.int64)
         return array if self.shape is None else array.reshape(self.shape)
 
 
@@ -132,6 +138,17 @@ class SlotGrad:
 
 class _Unliftable(Exception):
     pass
+
+
+def _mask_fill(op, args, params) -> bool:
+    """index_put whose only index array is one boolean mask and whose value has one element (`x[x > 0] = 0`,
+    which torch runs as masked_fill_): its result's shape never depends on the mask's values, so the mask can be
+    read from its graph value at each replay.  (A value of several elements must match the mask's count.)"""
+    if op.name != "index_put" or len(args) < 2 or not isinstance(args[1], Tensor) or args[1].numel() != 1:
+        return False
+    advanced = getattr(params.get("key"), "advanced", None) or ()
+    arrays = [item for item in advanced if isinstance(item, np.ndarray)]
+    return len(arrays) == 1 and arrays[0].dtype == np.bool_
 
 
 # graph breaks that read a tensor's values into Python: the capture can continue after them in a new
@@ -212,7 +229,9 @@ class Tracer:
         self.broken = False
         self.value_of: dict = {}  # id(tensor) -> Value
         self.keep: list = []  # tensors kept alive so ids stay unique during the trace
-        self.storage_users: dict = {}  # id(storage) -> set of id(tensor) tracked with it
+        self.storage_users: dict = {}  # id(storage) -> {id(tensor): tensor} tracked with it
+        self.written_storages: set = set()  # id(storage) of every tensor written in place (_rebind)
+        self.stale: dict = {}  # id(view) -> the tensor owning its storage, written since (see _write_through)
         self.storages: dict = {}  # id(storage) -> (storage, expected version)
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
@@ -285,7 +304,7 @@ class Tracer:
         self.segment_nodes.add(id(value.node))
         self.keep.append(tensor)
         storage = tensor._storage
-        self.storage_users.setdefault(id(storage), set()).add(id(tensor))
+        self.storage_users.setdefault(id(storage), {})[id(tensor)] = tensor
         if id(storage) not in self.storages:
             self.storages[id(storage)] = [storage, storage.version]
 
@@ -318,8 +337,9 @@ class Tracer:
                 return tensor, array
         return None
 
-    def _lift_params(self, params):
-        """Params with tensor-made index arrays as ArrayArgs, and those tensors (the node's extra inputs)."""
+    def _lift_params(self, params, masks: bool = False):
+        """Params with tensor-made index arrays as ArrayArgs, and those tensors (the node's extra inputs);
+        `masks`: a boolean mask may be one too (see _mask_fill)."""
         sources: list = []
 
         def walk(value):
@@ -330,14 +350,14 @@ class Tracer:
                 tensor, _ = found
                 if tensor is None:
                     return value  # from a Python list in the code: a constant of this trace
-                if value.dtype == np.bool_:
+                if value.dtype == np.bool_ and not masks:
                     raise _Unliftable("boolean mask indexing: the result's shape depends on the mask's values")
                 position = next((i for i, known in enumerate(sources) if known is tensor), None)
                 if position is None:
                     position = len(sources)
                     sources.append(tensor)
                 shape = None if value.shape == tuple(tensor._data.shape) else (-1 if value.ndim == 1 else value.shape)
-                return ArrayArg(position, shape, "")
+                return ArrayArg(position, shape, "", boolean=value.dtype == np.bool_)
             if isinstance(value, Tensor):
                 raise _Unliftable("op parameters hold a tensor")
             if isinstance(value, tuple):
@@ -379,7 +399,7 @@ class Tracer:
         sources = ()
         if params and not all(_static_param(v) for v in params.values()):
             try:
-                params, sources = self._lift_params(params)
+                params, sources = self._lift_params(params, masks=_mask_fill(op, args, params))
             except _Unliftable as why:
                 self.graph_break(f"{op.name}(): {why}")
                 if self.broken and not self.explain:
@@ -434,8 +454,11 @@ class Tracer:
             return None, None
         source = self.tensor_of_value.get(id(owner))
         if source is not None and source._data is tensor._data:
-            return owner, owner
-        for ident in self.storage_users.get(id(tensor._storage), ()):
+            current = self.value_of.get(id(source))  # (the owner's value since its latest in-place write)
+            return owner, current if current is not None and id(current.node) in self.segment_nodes else owner
+        for ident, user in list(self.storage_users.get(id(tensor._storage), {}).items()):
+            if ident in self.stale:
+                self._refresh(user)
             value = self.value_of.get(ident)
             view = None if value is None else self.tensor_of_value.get(id(value))
             if view is not None and id(view) == ident and view._data is tensor._data and (
@@ -448,6 +471,8 @@ class Tracer:
         if self.action_results and id(tensor) in self.action_results:
             self.graph_break("the compiled function uses a tensor clip_grad_norm_ returned after backward(): a "
                              "replay's graph would hold this call's value")
+        if self.stale and id(tensor) in self.stale:
+            self._refresh(tensor)
         value = self.value_of.get(id(tensor))
         if value is not None:
             if id(value.node) in self.segment_nodes:
@@ -466,14 +491,20 @@ class Tracer:
             self._track(tensor, new)
             return new
         owner, source = self._alias(tensor)
-        if source is not None:
+        leaf = tensor._requires_grad and tensor._grad_fn is None
+        if source is not None and not leaf:
             node = self.graph.add(Node("detach", self.graph.fresh_name("detach_"), args=(source,),
                                        source=user_source()))
             value = self.graph.make_values(node, [tensor])[0]
             self._track(tensor, value)
             return value
-        if owner is not None:
+        if owner is not None and source is None:
             self.graph_break("a view of a traced tensor was made outside ember's ops")
+        elif owner is not None and id(tensor._storage) in self.written_storages:
+            # a leaf that requires grad is its own external (its .grad must be filled), read when a replay starts,
+            # before the write-back of an earlier write through its `.data` or a detached alias of it
+            self.graph_break("a tensor that requires grad was written in place earlier in the call through its .data "
+                             "or a detached alias (a replay writes such writes back only at its end)")
         node = self.graph.add(Node("external", self.graph.fresh_name("e"), tensor=tensor,
                                    path=_describe_external(tensor)))
         if self.created.get(id(tensor)) is tensor:
@@ -532,9 +563,72 @@ class Tracer:
         if self.broken and not self.explain:
             return
         if target._base is not None or len(self.storage_users.get(id(target._storage), ())) > 1:
-            self.graph_break("in-place write to a view, or to a tensor that has views")
+            base = self._view_write_base(target)
+            if base is None:
+                self.graph_break("in-place write to a view, or to a tensor that has views, whose storage is not "
+                                 "one tensor of this graph (another input's, or reinterpreted as another dtype)")
+                return
+            self._write_through(base, target, result)
             return
+        self._rebind(target, self.resolve(result))
+
+    def _view_write_base(self, target):
+        """The tensor owning `target`'s storage, if a write into target can be recorded as a put into it (see
+        _write_through): a result of this graph's ops, a tensor made in the function or an input, whose storage's
+        other tensors are views made in the graph with its dtype.  None: the write is a graph break."""
+        storage = target._storage
+        owner = self.internal_storage.get(id(storage))
+        if owner is None or id(owner.node) not in self.segment_nodes:
+            return None
+        base = self.tensor_of_value.get(id(owner))
+        if base is None or base._storage is not storage or type(base._data) is not np.ndarray:
+            return None
+        if base._requires_grad and base._grad_fn is None or 0 in base._data.strides and base._data.size > 1:
+            return None  # a leaf that requires grad (torch refuses, or no-grad: GRAFT's case); an expanded array
+        for ident, user in self.storage_users.get(id(storage), {}).items():
+            value = self.value_of.get(ident)
+            if user is not base and value is not None and value.node.kind in ("placeholder", "external"):
+                return None  # another input aliasing this one: a replay's inputs need not alias alike
+            if user._dtype is not base._dtype:
+                return None  # view(dtype), view_as_real: positions do not express a reinterpretation
+        if target is not base and (target._dtype is not base._dtype or view_positions(base, target).min(initial=0) < 0):
+            return None
+        return base
+
+    def _write_through(self, base, target, result) -> None:
+        """Functionalise `target.op_(...)` where target shares its storage with other tensors: the storage's new
+        value is the base's value with result's put at target's positions (CopySlices' op, as eager autograd
+        records it), and every other tensor of the storage is read again from that value when next used
+        (`_refresh`: a gather at its positions, as a regenerated view's grad_fn) -- as torch's functionalization
+        replays views of a mutated base.  A view so read is a copy at replay, not an alias of the base."""
         new = self.resolve(result)
+        if target is not base:
+            current = self.resolve(base)
+            node = self.graph.add(Node("call", self.graph.fresh_name("copy_slices_"), op=view_nodes._PUT_POSITIONS,
+                                       args=(current, new), params={"positions": view_positions(base, target)},
+                                       grad_enabled=state.enabled, source=user_source()))
+            new = self.graph.make_values(node, [base])[0]
+            self.tensor_of_value.setdefault(id(new), base)
+            self.segment_nodes.add(id(node))
+        self._rebind(base, new)
+        for ident, user in self.storage_users.get(id(base._storage), {}).items():
+            if user is not base:
+                self.stale[ident] = base
+
+    def _refresh(self, view) -> None:
+        """`view`'s value read again from its storage's owner after a write through another tensor (see
+        _write_through)."""
+        base = self.stale.pop(id(view))
+        source = self.resolve(base)
+        node = self.graph.add(Node("call", self.graph.fresh_name("view_"), op=view_nodes._GATHER_POSITIONS,
+                                   args=(source,), params={"positions": view_positions(base, view),
+                                                           "shape": tuple(base.shape)},
+                                   grad_enabled=state.enabled, source=user_source()))
+        self._track(view, self.graph.make_values(node, [view])[0])
+
+    def _rebind(self, target, new) -> None:
+        """`target` (not a view of another tensor of the graph) now stands for the value `new`."""
+        self.written_storages.add(id(target._storage))
         old = self.value_of.get(id(target))
         if old is not None and getattr(old.node, "created", False):  # a write to the call's own tensor
             self.value_of[id(target)] = new

@@ -6,7 +6,7 @@ an object with one `$`-key naming its kind, so decoding is a table lookup and ne
     {"$tuple": [...]}  {"$dict": [[key, value], ...]}  {"$slice": [start, stop, step]}  {"$ellipsis": 0}
     {"$float": "inf" | "-inf" | "nan"}  {"$complex": [re, im]}  {"$dtype": "float32"}  {"$device": "cpu"}
     {"$generator": "default"}  {"$ndarray": {"dtype", "shape", "data"}}  {"$namedtuple": name, "items": [...]}
-    {"$value": name} (a graph value)  {"$array_arg": [position, shape]} (an index read from a graph value)
+    {"$value": name} (a graph value)  {"$array_arg": [position, shape(, "bool")]} (an index read from a graph value)
     {"$batch": m} (m times the symbolic batch size)  {"$input": name} (a user input, in the input spec)
 
 Lists stay JSON lists.  Named tuples are limited to ember's own (torch.return_types, IndexKey), found by
@@ -80,7 +80,7 @@ def encode(value, where: str, names=None):
     if isinstance(value, Batch):
         return {"$batch": value.m}
     if isinstance(value, ArrayArg):
-        return {"$array_arg": [value.position, encode(value.shape, where)]}
+        return {"$array_arg": [value.position, encode(value.shape, where)] + (["bool"] if value.boolean else [])}
     if isinstance(value, tuple):
         items = [encode(item, where, names) for item in value]
         if hasattr(value, "_fields"):
@@ -165,7 +165,7 @@ _DECODERS = {
     "$value": lambda body: Ref(body),
     "$input": lambda body: InputRef(body),
     "$batch": lambda body: Batch(int(body)),
-    "$array_arg": lambda body: ArrayArg(int(body[0]), decode(body[1]), ""),
+    "$array_arg": lambda body: ArrayArg(int(body[0]), decode(body[1]), "", boolean=body[2:] == ["bool"]),
 }
 
 

@@ -200,10 +200,12 @@ def gather(b, node):
 
 def index_put(b, node):
     """x[key] = values (or += with accumulate): ScatterND at the key's positions, worked out at export.
-    Needs a static shape and a key without index tensors from the graph."""
+    Needs a static shape and a key without index tensors from the graph, except one boolean mask (a Where)."""
     x = b.arg(node, 0, node.results[0].dtype)
-    shape = b.static_shape(node.args[0], "index assignment")
     key = node.params["key"]
+    if key.advanced is not None and any(isinstance(item, ArrayArg) and item.boolean for item in key.advanced):
+        return _mask_fill(b, node, x, key)
+    shape = b.static_shape(node.args[0], "index assignment")
     positions = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     try:
         region = positions if key.basic is None else positions[key.basic]
@@ -221,6 +223,46 @@ def index_put(b, node):
             raise b.unsupported("index_put with accumulate=True needs opset 16 (ScatterND reduction)")
         attributes["reduction"] = "add"
     return b.add("ScatterND", [x, b.const(indices), values], **attributes)
+
+
+def _mask_fill(b, node, x, key):
+    """`x[mask] = v` (v one element; `x[:, mask]` too), recorded with the mask as a graph value (the tracer's
+    _mask_fill): Where(mask, v, x), the mask given trailing 1-dims to line up with its dims of x."""
+    items = key.advanced
+    lead = len(items) - 1
+    mask = items[-1]
+    if key.basic is not None or not isinstance(mask, ArrayArg) or any(item != slice(None) for item in items[:-1]):
+        raise b.unsupported("a boolean mask assignment with other indices than leading full slices")
+    source = node.args[len(node.args) - node.index_args + mask.position]
+    name = b.cast(b.value(source), source.dtype, dt.bool_)
+    mask_shape = b.static_shape(source, "a boolean mask") if mask.shape is None else (
+        (-1,) if mask.shape == -1 else tuple(mask.shape))
+    trailing = len(node.args[0].shape) - lead - (1 if mask.shape == -1 else len(mask_shape))
+    if mask.shape is not None or trailing:
+        name = b.reshape(name, list(mask_shape) + [1] * trailing)
+    value = b.arg(node, 1, node.results[0].dtype)
+    if node.params.get("accumulate"):
+        value = b.add("Add", [x, value])
+    return b.add("Where", [name, value, x])
+
+
+def copy_slices(b, node):
+    """A write through a view, functionalised by the tracer: the base with the values put at the view's flat
+    positions (a constant of the graph)."""
+    shape = b.static_shape(node.args[0], "a write through a view")
+    flat = b.reshape(b.arg(node, 0, node.results[0].dtype), [-1])
+    values = b.reshape(b.arg(node, 1, node.results[0].dtype), [-1])
+    positions = b.const(node.params["positions"].reshape(-1).astype(np.int64))
+    return b.reshape(b.add("ScatterElements", [flat, positions, values], axis=0), list(shape))
+
+
+def gather_positions(b, node):
+    """A view read again after a write through another view of its base: the base's elements at its flat
+    positions.  (ember's as_strided view op, named alike, is not translated.)"""
+    if "positions" not in node.params:
+        raise b.unsupported("as_strided")
+    flat = b.reshape(b.arg(node, 0), [-1])
+    return b.add("Gather", [flat, b.const(node.params["positions"].astype(np.int64))], axis=0)
 
 
 def topk(b, node):

@@ -262,3 +262,18 @@ def test_float64_and_integer_graphs():
     check_export(model, (torch.randn(3, 4, dtype=torch.float64),), rtol=1e-12, atol=1e-12)
     check_export(lambda i: (i * 3 + 1, i.sum(0), i.argmax(-1), (i > 2).long().cumsum(1), i.float() / 2),
                  (ints(3, 4),))
+
+
+def _written_through_views(x, mask):
+    y = x * 2
+    y[:, :2] *= 3  # a write through a slice: copy_slices (ScatterElements)
+    row = y[1]
+    y.t()[0].add_(1)  # column 0; row, read again after this write: Gather at its positions
+    y[y > 3] = 0.0  # a one-element boolean-mask fill: Where
+    y[:, mask] = -1.0
+    return y + 1, row * 1
+
+
+def test_writes_through_views_and_mask_fills():
+    check_export(_written_through_views, (randn(4, 4), torch.tensor([True, False, True, False])),
+                 other_args=[(randn(4, 4), torch.tensor([False, True, True, True]))])

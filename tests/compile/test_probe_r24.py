@@ -1,0 +1,108 @@
+"""Probe round 24 (ember.compile vs torch.compile on realistic snippets): the cases whose compiled results
+differed from eager, each against eager ember over several calls (torch.compile gets them right)."""
+
+import numpy as np
+
+import ember
+import ember.nn as nn
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_plain_tensor_attribute_read_then_rebound_is_read_anew_each_call():
+    class Diff(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.prev = ember.zeros(3)  # a plain attribute, not a buffer
+
+        def forward(self, x):
+            out = x - self.prev
+            self.prev = x * 1
+            return out
+
+    eager, compiled = Diff(), ember.compile(Diff())
+    for step in range(5):
+        x = ember.full((3,), float(step * step))
+        _close(compiled(x), eager(x))
+    assert compiled._compiled.captures <= 2  # (the first write is taken as setup: captured again once)
+
+
+def test_recurrent_state_kept_in_an_attribute():
+    class Stateful(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.GRUCell(3, 4)
+            self.h = None
+
+        def forward(self, x):
+            h = self.cell(x, self.h)
+            self.h = h.detach()
+            return h
+
+    ember.manual_seed(0)
+    eager = Stateful()
+    module = Stateful()
+    module.load_state_dict(eager.state_dict())
+    compiled = ember.compile(module)
+    for _ in range(5):
+        x = ember.randn(2, 3)
+        _close(compiled(x), eager(x))
+        _close(module.h, eager.h)
+
+
+def test_padding_row_zeroed_through_data_inside_the_function():
+    ember.manual_seed(0)
+    emb = nn.Embedding(6, 3)
+
+    def fn(ids):
+        emb.weight.data[0] = 0  # old-style code re-zeroing the padding row
+        return emb(ids).sum(1)
+
+    compiled = ember.compile(fn)
+    ids = ember.tensor([[0, 1, 2, 3], [0, 0, 4, 5]])
+    for _ in range(3):
+        emb.weight.data.fill_(5.0)
+        emb.weight.grad = None
+        out = compiled(ids)
+        assert out.requires_grad
+        out.sum().backward()
+        got_grad = emb.weight.grad.clone()
+        emb.weight.data.fill_(5.0)
+        emb.weight.grad = None
+        expected = fn(ids)
+        expected.sum().backward()
+        _close(out, expected)
+        _close(got_grad, emb.weight.grad)
+
+
+def test_parameter_read_through_data_first_keeps_its_gradient():
+    ember.manual_seed(0)
+    emb = nn.Embedding(6, 3)
+    ids = ember.tensor([[0, 1, 2], [0, 4, 5]])
+
+    def fn(ids):
+        scale = emb.weight.data.norm()  # the .data alias is seen before the parameter itself
+        return emb(ids).sum(1) * scale
+
+    compiled = ember.compile(fn)
+    for _ in range(3):
+        emb.weight.grad = None
+        compiled(ids).sum().backward()
+        got = emb.weight.grad.clone()
+        emb.weight.grad = None
+        fn(ids).sum().backward()
+        _close(got, emb.weight.grad)
+
+
+def test_detached_alias_of_a_written_buffer_reads_the_written_values():
+    def fn(x):
+        buf = ember.zeros(3)
+        buf[0] = x.sum()
+        return buf.detach() * 1
+
+    compiled = ember.compile(fn)
+    for seed in range(3):
+        x = ember.from_numpy(np.random.default_rng(seed).standard_normal(4).astype(np.float32))
+        _close(compiled(x), fn(x))
