@@ -642,6 +642,13 @@ class Tensor:
             if handled:
                 return
             _dispatch.tracer.graph_break("Tensor.backward() inside a compiled function", self)
+            if _dispatch.tracer is not None:  # explain() records on past a break: not the engine's own ops, and
+                saved, _dispatch.tracer = _dispatch.tracer, None  # one break (not autograd.backward()'s again)
+                try:
+                    functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+                finally:
+                    _dispatch.tracer = saved
+                return
         functions.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------ in-place results

@@ -789,7 +789,9 @@ def masked_select(input: Tensor, mask: Tensor, *, out=None) -> Tensor:
 def _masked_scatter_impl(xp, a, mask, source):
     out = a.copy()
     mask = xp.broadcast_to(mask, a.shape)
-    count = int(mask.sum())
+    count = int(mask.sum())  # (checked here, not by the caller's .item(): a compiled replay checks each call)
+    if count > source.size:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
     out[mask] = source.reshape(-1)[:count]
     return out
 
@@ -816,8 +818,6 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if mask._dtype is not dt.bool_:  # (a uint8 mask too: NumPy would take it for integer indices)
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{SCALAR_NAMES[mask._dtype.name]}")
-    if not isinstance(mask._data, MetaArray) and int(mask.sum().item()) > source.numel():
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
     return call(_MASKED_SCATTER, (input, mask, source))
 
 

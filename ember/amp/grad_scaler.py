@@ -161,6 +161,9 @@ class GradScaler:
 
     def unscale_(self, optimizer) -> None:
         """Divide the optimizer's gradients by the scale (at most once per iteration) and record inf/nan."""
+        if ember._dispatch.tracer is not None:  # a compiled training step's epilogue (before clipping: actions)
+            if ember._dispatch.run_as_action("scaler", type(self).unscale_, (self, optimizer))[0]:
+                return
         if not self._enabled:
             return
         self._check_scale_growth_tracker("unscale_")

@@ -2,6 +2,8 @@
 differed from eager, each against eager ember over several calls (torch.compile gets them right)."""
 
 import numpy as np
+import pytest
+import torch
 
 import ember
 import ember.nn as nn
@@ -106,3 +108,34 @@ def test_detached_alias_of_a_written_buffer_reads_the_written_values():
     for seed in range(3):
         x = ember.from_numpy(np.random.default_rng(seed).standard_normal(4).astype(np.float32))
         _close(compiled(x), fn(x))
+
+
+def test_masked_scatter_checks_its_count_without_a_graph_break():
+    def fn(x, mask, source):
+        return x.masked_scatter(mask, source) * 2
+
+    x = ember.zeros(2, 3)
+    explained = ember.compiler.explain(fn, x, ember.rand(2, 3) > 0.5, ember.randn(6))
+    assert explained.graph_break_count == 0  # (the count check read .item() before)
+    compiled = ember.compile(fn)
+    for _ in range(3):
+        mask, source = ember.rand(2, 3) > 0.5, ember.randn(6)
+        _close(compiled(x, mask, source), fn(x, mask, source))
+    full = ember.ones(2, 3, dtype=ember.bool)
+    with pytest.raises(RuntimeError) as expected:
+        torch.zeros(2, 3).masked_scatter(torch.ones(2, 3, dtype=torch.bool), torch.ones(3))
+    with pytest.raises(RuntimeError, match=str(expected.value)):
+        compiled(x, full, ember.ones(3))
+
+
+def test_explain_counts_a_backward_inside_once():
+    layer = nn.Linear(3, 1)
+
+    def fn(x):
+        loss = layer(x).sum()
+        loss.backward()
+        return loss
+
+    explained = ember.compiler.explain(fn, ember.randn(2, 3))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 1), explained.break_reasons
+    assert layer.weight.grad is not None

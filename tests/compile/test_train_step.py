@@ -175,9 +175,11 @@ def test_a_function_reading_the_lr_still_sees_each_value():
         assert compiled(x).tolist() == [lr, lr]
 
 
-def test_grad_scaler_step_and_update_are_replayed():
+@pytest.mark.parametrize("unscale_and_clip", [False, True])
+def test_grad_scaler_step_and_update_are_replayed(unscale_and_clip):
     """scaler.scale(loss) is in the graph; scaler.step(opt) and scaler.update() are epilogue actions: the
-    scale grows and the parameters move as eager's."""
+    scale grows and the parameters move as eager's.  So too torch's AMP recipe with clipping, whose
+    scaler.unscale_(opt) before clip_grad_norm_ is an action as well (it ran every call eagerly before)."""
     results = []
     for compiled in (False, True):
         model, opt = _model()
@@ -189,6 +191,9 @@ def test_grad_scaler_step_and_update_are_replayed():
             with ember.autocast("cpu", dtype=ember.bfloat16):
                 loss = nn.functional.cross_entropy(model(x).float(), y)
             scaler.scale(loss).backward()
+            if unscale_and_clip:
+                scaler.unscale_(opt)
+                nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             scaler.step(opt)
             scaler.update()
             return loss
