@@ -971,10 +971,24 @@ def explain(fn, *args, **kwargs):
 def _explain(fn, args, kwargs):
     target = fn.fn if isinstance(fn, CompiledFunction) else fn
     tracer = Tracer(explain=True)
-    with tracer:
+    from ..nn.modules.module import Module
+
+    module = target if isinstance(target, Module) else _module_of(target)
+    # Python state the call writes makes ember.compile run such calls eagerly (CompiledFunction._trace): a break
+    # here too, else explain() reported one graph for a function that never replays one.  Module attributes
+    # set to tensors the graph computes are replayed (from the second capture on), so they are not.
+    effects = pyguards.SideEffects(args, kwargs, _modules_in(module, args, kwargs), lifted=module)
+    function = getattr(target, "__func__", target)
+    functions = {function.__code__: [function]} if hasattr(function, "__code__") else {}
+    with tracer, pyguards.Watcher(functions) as watcher:
         tracer.bind_inputs(args, kwargs)
         result = target(*args, **kwargs)
     tracer.finish(result)
+    written = effects.changed(lambda module, name, value: isinstance(value, Tensor) and tracer.computes(value))
+    written += [f"global {name}" for _, name in watcher.written()]
+    if written:
+        tracer.breaks.append(BreakReason(f"Python state written during the call ({'; '.join(written)}): a replay "
+                                         "would not write it, so ember.compile runs such calls eagerly", ""))
     graphs = [g for g in tracer.graphs if g.call_nodes]
     return ExplainOutput(graphs, tracer.breaks, result)
 

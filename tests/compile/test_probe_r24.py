@@ -139,3 +139,28 @@ def test_explain_counts_a_backward_inside_once():
     explained = ember.compiler.explain(fn, ember.randn(2, 3))
     assert (explained.graph_count, explained.graph_break_count) == (1, 1), explained.break_reasons
     assert layer.weight.grad is not None
+
+
+def test_explain_reports_python_writes_that_make_compile_run_eagerly():
+    logs = []
+
+    def logged(x):
+        logs.append(1)
+        return x * 2
+
+    reasons = [str(r) for r in ember.compiler.explain(logged, ember.randn(3)).break_reasons]
+    assert len(reasons) == 1 and "global logs" in reasons[0]
+
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.steps = 0
+            self.layer = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.steps += 1  # a replay would not count: compile runs it eagerly
+            self.last = self.layer(x)  # a tensor the graph computes: replayed, not a break
+            return self.last * 2
+
+    reasons = [str(r) for r in ember.compiler.explain(Counter(), ember.randn(2, 3)).break_reasons]
+    assert len(reasons) == 1 and "attribute steps" in reasons[0] and "last" not in reasons[0]
