@@ -722,7 +722,7 @@ class CompiledFunction:
         except symbolic.NotGeneric as why:
             graph.generic = False
             for node in graph.nodes:  # forget the annotations: this graph is compiled for its sizes only
-                node.symbolic_params = None
+                node.symbolic_params = node.symbolic_args = None
                 for value in node.results:
                     value.symbolic_shape = None
             status = f"not size-generic ({why}): a graph per size"

@@ -51,6 +51,7 @@ class Node:
     group: object = None  # fused: the FusionGroup
     structure: object = None  # output: the return structure with Values in it
     symbolic_params: object = None  # a size-generic graph: params with Batch(m) markers (symbolic.py)
+    symbolic_args: object = None  # ... and args with them: int operands such as x / (B - 1) (symbolic.py)
     members: object = None  # a horizontal fused node: the fused nodes it runs (runtime.fuse_horizontally)
 
 

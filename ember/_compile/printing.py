@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .graph import Graph, Value, iter_values
+from .symbolic import Batch
 
 
 def _literal(value) -> str:
@@ -24,6 +25,12 @@ def _arg_text(arg, namespace: dict | None = None) -> str:
     literal (a dtype, a device, an object) is passed by reference, as a global named for it."""
     if isinstance(arg, Value):
         return arg.name
+    if isinstance(arg, Batch):  # a size-generic graph's int operand: this call's value (symbolic.py)
+        if namespace is None:
+            return repr(arg)
+        name = f"const_{len([k for k in namespace if k.startswith('const_')])}"
+        namespace[name] = arg
+        return f"_bind({name}, B)"
     if isinstance(arg, tuple):
         inner = ", ".join(_arg_text(a, namespace) for a in arg)
         return f"({inner},)" if len(arg) == 1 else f"({inner})"
@@ -53,7 +60,7 @@ def graph_code(graph: Graph) -> str:
             lines.append(f"    # {node.name}: external {node.path}")
     for node in graph.nodes:
         if node.kind in ("call", "fused"):
-            args = ", ".join(_arg_text(a) for a in node.args)
+            args = ", ".join(_arg_text(a) for a in (node.symbolic_args or node.args))
             shown = node.symbolic_params if node.symbolic_params is not None else node.params
             params = ", ".join(f"{k}={_literal(v)}" for k, v in shown.items())
             meta = ", ".join(f"{v.dtype.name}{list(v.shape)}" for v in node.results)
@@ -121,7 +128,7 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
             namespace[f"op_{node.name}"] = node.op
             namespace[f"params_{node.name}"] = node.params
             extra = getattr(node, "index_args", 0)
-            op_args = node.args[:len(node.args) - extra]
+            op_args = (node.symbolic_args or node.args)[:len(node.args) - extra]
             args = ", ".join(_arg_text(a, namespace) for a in op_args)
             args = f"({args},)" if len(op_args) == 1 else f"({args})"
             params = f", params_{node.name}" if node.params else ""

@@ -97,7 +97,10 @@ def eliminate_common_subexpressions(graph: Graph) -> int:
         if node.kind == "call" and node.args and node.op is not None:
             node.args = _swap_values(node.args, mapping)
             key = (id(node.op), _frozen(node.args), _frozen(node.params), node.grad_enabled)
-            mergeable = "generator" not in node.params and not any(id(v) in sinks for v in node.results)
+            # (a size-generic node is never merged: two nodes equal at this size, x / 4 and x / (B - 1), differ
+            # at others)
+            mergeable = ("generator" not in node.params and not any(id(v) in sinks for v in node.results)
+                         and node.symbolic_params is None and node.symbolic_args is None)
             earlier = seen.get(key) if mergeable else None
             if earlier is not None and len(earlier.results) == len(node.results):
                 mapping.update((id(v), e) for v, e in zip(node.results, earlier.results))
@@ -132,7 +135,8 @@ def fold_constants(graph: Graph) -> int:
     for node in graph.nodes:
         operands = list(iter_values(node.args))
         if (node.kind != "call" or not operands or "generator" in node.params or getattr(node, "index_args", 0)
-                or node.symbolic_params is not None or any(v.symbolic_shape is not None for v in node.results)
+                or node.symbolic_params is not None or node.symbolic_args is not None
+                or any(v.symbolic_shape is not None for v in node.results)
                 or not all(id(v) in constant for v in operands)):
             kept.append(node)
             continue

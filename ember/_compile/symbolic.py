@@ -9,11 +9,12 @@ unless it is already an integer multiple of one.  Then the new graph is compiled
 `Batch(m, powers)` markers, bound to the call's symbol values at replay (fused kernels take L/R/K/shapes as
 params too), and any later call whose sizes fit the pattern replays it without a trace.  An int that two
 choices of powers explain equally (B 2 -> 3 with T 4 -> 6 make B*T and 2*B**2 agree) is refused, not guessed.
+An int operand that differs (`x / (x.shape[0] - 1)`) is a Batch too (`Node.symbolic_args`), bound by the replay.
 
 As in torch, sizes 0 and 1 are never symbolic: a graph captured at 1 may have specialised on it (a
 `squeeze()` drops a batch of 1), so such sizes get their own graphs and never match a generic one.
 
-Otherwise (a float literal like 1/B baked in, a dim that is B + 1, a different op sequence) the reason is
+Otherwise (a float literal like 1/B baked in, a different op sequence) the reason is
 logged (`EMBER_LOGS=recompiles`) and kept in `CompiledFunction.dynamic_status`, and every size gets its own
 graph as before.
 """
@@ -425,10 +426,12 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False, 
         if old_row[1:3] != new_row[1:3] or old_row[6:] != new_row[6:]:
             raise NotGeneric(f"{where}: a different op, external tensor or grad mode")
         rows = [rows_[number] for rows_ in other_rows]
-        if is_symbolic(sizes.merge(old_row[3], new_row[3], f"{where} arguments")) and not symbolic_args:
-            # an int operand that is the batch size (x * x.shape[0]): the replay passes args as captured, so
-            # such a graph would reuse one size's number for every size
-            raise NotGeneric(f"{where}: a Python number operand depends on the batch size")
+        merged_args = sizes.merge(old_row[3], new_row[3], f"{where} arguments", tuple(row[3] for row in rows))
+        if is_symbolic(merged_args) and not symbolic_args:
+            # an int operand that is a size (x / (x.shape[0] - 1), arange(L) / L): bound to each call's sizes
+            # by the replay (printing._arg_text); such a node is not fused (its number would be C text)
+            node.symbolic_args = _overlay(node.args, merged_args, where)
+            node.symbolic_args_row = merged_args  # (as `conforms` compares them)
         params = sizes.merge(old_row[4], new_row[4], f"{where} params", tuple(row[4] for row in rows))
         if is_symbolic(params):
             node.symbolic_params = params
@@ -437,6 +440,23 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False, 
                                 tuple(tuple(row[5][index]) for row in rows if index < len(row[5])))
             if is_symbolic(shape):
                 value.symbolic_shape = shape
+
+
+def _overlay(args, merged, where: str):
+    """`args` (the node's, with Values) with the ints that `merged` (their merge over the captures) made
+    Batch markers replaced by those markers."""
+    if isinstance(merged, Batch):
+        if type(args) is not int:
+            raise NotGeneric(f"{where}: a size in an argument that is not a Python int")
+        return merged
+    if isinstance(args, (tuple, list)) and not hasattr(args, "_fields") and is_symbolic(merged):
+        if not isinstance(merged, (tuple, list)) or len(merged) != len(args):
+            raise NotGeneric(f"{where}: arguments {args!r}")
+        items = [_overlay(a, m, where) for a, m in zip(args, merged)]
+        return tuple(items) if isinstance(args, tuple) else items
+    if is_symbolic(merged):
+        raise NotGeneric(f"{where}: a size inside an argument of type {type(args).__name__}")
+    return args
 
 
 def conforms(generic: list, new: list, env: tuple):
@@ -458,8 +478,9 @@ def conforms(generic: list, new: list, env: tuple):
             if row[1:3] != new_row[1:3] or row[6:] != new_row[6:]:
                 return f"{where}: a different op, external tensor or grad mode"
             params = row[4] if node.symbolic_params is None else node.symbolic_params
+            args = getattr(node, "symbolic_args_row", None) or row[3]
             shapes = [symbolic_shape(value) for value in node.results]
-            for part, expected, actual in (("arguments", row[3], new_row[3]), ("params", params, new_row[4]),
+            for part, expected, actual in (("arguments", args, new_row[3]), ("params", params, new_row[4]),
                                            ("result shape", shapes, [tuple(s) for s in new_row[5]])):
                 same.merge(bind(expected, env), actual, f"{where} {part}")
     except NotGeneric as why:

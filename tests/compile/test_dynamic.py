@@ -1,5 +1,7 @@
 """Size-generic graphs: after a second batch size, one graph replays for any batch size (symbolic.py)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -199,22 +201,29 @@ def test_a_returned_size_is_not_generic():
     assert "returned Python number" in compiled.dynamic_status
 
 
-def test_size_dependent_literal_falls_back_to_a_graph_per_size():
-    compiled = ember.compile(lambda x: (x / x.shape[0]).exp().sum(-1))
+def test_size_dependent_float_literal_falls_back_to_a_graph_per_size():
+    compiled = ember.compile(lambda x: (x * math.sqrt(x.shape[0])).exp().sum(-1))
     for B in (2, 3, 4):
         x = ember.randn(B, 5)
-        np.testing.assert_allclose(compiled(x).numpy(), (x / B).exp().sum(-1).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(compiled(x).numpy(), (x * math.sqrt(B)).exp().sum(-1).numpy(), rtol=1e-6)
     assert compiled.captures == 3
     assert compiled.dynamic_status.startswith("not size-generic"), compiled.dynamic_status
 
 
-def test_batch_size_as_an_int_operand_gets_a_graph_per_size():
-    """x * x.shape[0]: the int operand is the batch size; a size-generic graph would replay one size's number
-    (found by ember.export's tests: sizes 4 and 5 returned 3 * x)."""
-    compiled = ember.compile(lambda x: x * x.shape[0])
-    for n in (2, 3, 4, 5):
-        np.testing.assert_array_equal(compiled(ember.ones(n, 2)).numpy(), np.full((n, 2), n, np.float32))
-    assert "Python number operand depends on the batch size" in compiled.dynamic_status
+@pytest.mark.parametrize("fn, reference", [
+    (lambda x: (x / x.shape[0]).exp().sum(-1), lambda x, n: (x / n).exp().sum(-1)),
+    (lambda x: x * x.shape[0], lambda x, n: x * n),
+    (lambda x: ((x - x.mean(0)) ** 2).sum(0) / (x.shape[0] - 1), lambda x, n: x.var(0)),
+])
+def test_int_operands_that_are_sizes_are_bound_at_each_call(fn, reference):
+    """x / x.shape[0], x * B, an unbiased variance's / (B - 1): the int operand is a Batch of the size-generic
+    graph, bound to each call's size (an earlier version of the graph replayed one size's number: ember.export's
+    tests found sizes 4 and 5 returning 3 * x), and its node runs unfused."""
+    compiled = ember.compile(fn)
+    for n in (2, 3, 4, 5, 7):
+        x = ember.randn(n, 3)
+        np.testing.assert_allclose(compiled(x).numpy(), reference(x, n).numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.captures == 2 and compiled.dynamic_status.startswith("size-generic"), compiled.dynamic_status
 
 
 def test_dynamic_false_never_generalizes():
