@@ -265,6 +265,10 @@ class CompiledFunction:
         function = getattr(fn, "__func__", fn)  # the closure lookup's cache, seeded with the function itself
         self._functions: dict = {function.__code__: [function]} if hasattr(function, "__code__") else {}
         self.watched: dict = {}
+        # watched globals / closure cells whose tensor the graphs read from them at each call (_slot_globals), and
+        # the ids of those cells: guarded by pyguards.tensor_key, not identity
+        self.slotted: set = set()
+        self.slotted_cells: set = set()
         self.written: set = set()  # watched globals the function writes: keyed by identity (read_globals)
         # the attribute names the captures' code could read (pyguards.Watcher.names); None: guard them all
         self.attr_names: set | None = set()
@@ -308,7 +312,7 @@ class CompiledFunction:
             add_label("module hooks")
         hyper = self._reads_hyperparameters()
         if self._cells:
-            values.append(pyguards.read_cells(self._cells, hyper))
+            values.append(pyguards.read_cells(self._cells, hyper, self.slotted_cells))
             add_label("closure variables")
         if self._bound is not None:
             values.append(pyguards.bound_key(self._bound, self.written_attrs))
@@ -360,7 +364,8 @@ class CompiledFunction:
             leaf(arg, f"__defaults__[{index}]")
         for key, arg in (getattr(target, "__kwdefaults__", None) or {}).items():
             leaf(arg, f"__kwdefaults__[{key!r}]")
-        values.append(pyguards.read_globals(self.watched, self.written, hyper))  # last: a capture may extend it
+        values.append(pyguards.read_globals(self.watched, self.written, hyper, self.slotted))  # last: a capture
+        # may extend it
         add_label(self._globals_label())
         return tuple(values), labels
 
@@ -643,10 +648,13 @@ class CompiledFunction:
 
     def _store(self, tracer, result, ok, key, labels, entry_mode, previous=None, retried=False, args=(), kwargs=None):
         """Compile a capture (or keep its graph breaks) under its guard key; returns the call's result."""
-        if tracer.new_globals or getattr(tracer, "wrote_python", False):  # valid for the values this capture read
-            key = key[:-1] + (pyguards.read_globals(self.watched, self.written, self._reads_hyperparameters()),)
+        slotted = ok and self._slot_globals(tracer.graphs)
+        if tracer.new_globals or getattr(tracer, "wrote_python", False) or slotted:  # valid for the values this
+            # capture read
+            key = key[:-1] + (pyguards.read_globals(self.watched, self.written, self._reads_hyperparameters(),
+                                                    self.slotted),)
             labels = labels[:-1] + [self._globals_label()]
-        if getattr(tracer, "new_attr_names", False):  # the key's attribute guards, over the names now known
+        if getattr(tracer, "new_attr_names", False) or slotted:  # the key's attribute and cell guards, anew
             key, labels = self._walk_again(key, labels, args, kwargs)
         if ok and len(tracer.graphs) > 1:
             self.graph_breaks.extend(tracer.breaks)
@@ -690,6 +698,36 @@ class CompiledFunction:
         self.labels[key] = labels
         return result
 
+    def _slot_globals(self, graphs) -> bool:
+        """Externals of the graphs that are a watched global's or closure cell's tensor are read from it at each
+        call (node.slot), as torch lifts such tensors to graph inputs: rebinding `mask = new_mask` between calls
+        replays instead of recapturing (the guard keeps their shape, dtype, device and requires_grad:
+        pyguards.tensor_key).  Whether any became one."""
+        holders = {}
+        for ident, (namespace, name, _) in self.watched.items():
+            value = namespace.get(name)
+            if isinstance(value, Tensor) and ident not in self.written:
+                holders.setdefault(id(value), (ident, namespace, name))
+        if not holders:
+            return False
+        changed = False
+        for graph in graphs:
+            for node in graph.nodes:
+                if (node.kind != "external" or getattr(node, "created", False) or any(
+                        getattr(node, name, None) is not None for name in ("slot", "grad_of", "recipe"))):
+                    continue
+                found = holders.get(id(node.tensor))
+                if found is None:
+                    continue
+                ident, namespace, name = found
+                node.slot = (namespace, name)
+                node.path = f"{node.path} (read from {name} at each call)"
+                changed = changed or ident not in self.slotted
+                self.slotted.add(ident)
+                if type(namespace) is pyguards._Cell:
+                    self.slotted_cells.add(id(namespace.key))
+        return changed
+
     def _walk_again(self, key, labels, args, kwargs):
         """`key` with its module-attribute guards taken anew (after a capture found more attribute names the
         code reads); the other guards keep their values from before the call (which may have changed grad mode
@@ -697,7 +735,8 @@ class CompiledFunction:
         fresh, fresh_labels = self._walk(args, kwargs or {}, True)
         if len(fresh) != len(key):
             return key, labels
-        merged = tuple(new if label.endswith(" attributes") or (type(old) is tuple and old[:1] == ("module",))
+        merged = tuple(new if label.endswith(" attributes") or label == "closure variables"
+                       or (type(old) is tuple and old[:1] == ("module",))
                        else old for label, old, new in zip(labels, key, fresh))
         return merged, labels
 

@@ -529,12 +529,25 @@ class _Cell:
         except ValueError:  # emptied (del of a nonlocal)
             return default
 
+    def __getitem__(self, name):  # (a graph's slot read: frontend._slot_globals)
+        return self.key.cell_contents
 
-def read_globals(watched: dict, written: set, hyper: bool = True) -> tuple:
+
+def tensor_key(value):
+    """A tensor a graph reads from its global or closure cell at each call (frontend._slot_globals): guarded by
+    what a graph depends on, not identity, so that rebinding it to another tensor of the same kind replays."""
+    if not isinstance(value, Tensor):
+        return _key(value)
+    return ("tensor", value._data.shape, value._dtype, value._device, value._requires_grad)
+
+
+def read_globals(watched: dict, written: set, hyper: bool = True, slotted=frozenset()) -> tuple:
     """The current guard key of each watched global.  One the function itself writes (a log list it appends
-    to, a counter dict) is keyed by identity: its contents change every call, and that call runs eagerly."""
-    return tuple(_key(namespace.get(name, _MISSING), hyper) if ident not in written
-                 else ("id", id(namespace.get(name, _MISSING))) for ident, (namespace, name, _) in watched.items())
+    to, a counter dict) is keyed by identity: its contents change every call, and that call runs eagerly.  One
+    holding a tensor the graphs read from it at each call (`slotted`) is keyed by `tensor_key`."""
+    return tuple(("id", id(namespace.get(name, _MISSING))) if ident in written
+                 else tensor_key(namespace.get(name, _MISSING)) if ident in slotted
+                 else _key(namespace.get(name, _MISSING), hyper) for ident, (namespace, name, _) in watched.items())
 
 
 def closure_cells(fn) -> list:
@@ -550,14 +563,14 @@ def closure_cells(fn) -> list:
     return cells
 
 
-def read_cells(cells: list, hyper: bool = True) -> tuple:
+def read_cells(cells: list, hyper: bool = True, slotted=frozenset()) -> tuple:
     out = []
     for cell in cells:
         try:
             value = cell.cell_contents
         except ValueError:
             value = _MISSING
-        out.append(_key(value, hyper))
+        out.append(tensor_key(value) if id(cell) in slotted else _key(value, hyper))
     return tuple(out)
 
 

@@ -164,3 +164,38 @@ def test_explain_reports_python_writes_that_make_compile_run_eagerly():
 
     reasons = [str(r) for r in ember.compiler.explain(Counter(), ember.randn(2, 3)).break_reasons]
     assert len(reasons) == 1 and "attribute steps" in reasons[0] and "last" not in reasons[0]
+
+
+_MASK = ember.ones(3)
+
+
+def _times_global_mask(x):
+    return x * _MASK + 1
+
+
+def test_a_global_tensor_rebound_between_calls_replays_reading_the_new_one():
+    global _MASK
+    compiled = ember.compile(_times_global_mask)
+    for step in range(6):
+        _MASK = ember.full((3,), float(step))
+        x = ember.randn(3)
+        _close(compiled(x), _times_global_mask(x))
+    assert compiled.captures == 1 and compiled.recompiles == 0
+    _MASK = ember.ones(3, dtype=ember.float64)  # another dtype: a recapture, not a stale replay
+    x = ember.randn(3)
+    _close(compiled(x), _times_global_mask(x))
+    assert compiled.captures == 2
+
+
+def test_a_closure_tensor_rebound_between_calls_replays_reading_the_new_one():
+    scale = ember.ones(3)
+
+    def fn(x):
+        return x * scale
+
+    compiled = ember.compile(fn)
+    for step in range(6):
+        scale = ember.full((3,), float(step))  # noqa: F841 - read through the closure cell
+        x = ember.randn(3)
+        _close(compiled(x), fn(x))
+    assert compiled.captures == 1
