@@ -65,9 +65,15 @@ _MISSING = object()
 
 
 def _library_prefixes() -> tuple[tuple, tuple]:
-    """(always library: ember, NumPy, frozen modules; the standard library, unless inside site-packages)."""
+    """(always library: ember and its runtime dependencies (NumPy, ml_dtypes: `finfo`, which clamp and
+    clip_grad_norm_ call, reads attributes by computed names, so counted as user code it turned guards on for
+    every attribute and an lr schedule recompiled each step), frozen modules; the standard library, unless
+    inside site-packages)."""
+    import ml_dtypes
+
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ember package
-    always = tuple(os.path.join(p, "") for p in (here, os.path.dirname(np.__file__))) + ("<frozen",)
+    packages = (here, os.path.dirname(np.__file__), os.path.dirname(ml_dtypes.__file__))
+    always = tuple(os.path.join(p, "") for p in packages) + ("<frozen",)
     stdlib = tuple(os.path.join(p, "") for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")} if p)
     return always, stdlib
 

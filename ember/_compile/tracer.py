@@ -232,6 +232,7 @@ class Tracer:
         self.storage_users: dict = {}  # id(storage) -> {id(tensor): tensor} tracked with it
         self.written_storages: set = set()  # id(storage) of every tensor written in place (_rebind)
         self.stale: dict = {}  # id(view) -> the tensor owning its storage, written since (see _write_through)
+        self.refreshed: dict = {}  # id(view) -> that owner, for the views read again (a copy at replay)
         self.storages: dict = {}  # id(storage) -> (storage, expected version)
         self.internal_storage: dict = {}  # id(storage) -> Value of a call result owning it
         self.mutated: dict = {}  # id(input tensor) -> [its placeholder/external Value, last new Value, grad mode]
@@ -619,6 +620,7 @@ class Tracer:
         """`view`'s value read again from its storage's owner after a write through another tensor (see
         _write_through)."""
         base = self.stale.pop(id(view))
+        self.refreshed[id(view)] = base
         source = self.resolve(base)
         node = self.graph.add(Node("call", self.graph.fresh_name("view_"), op=view_nodes._GATHER_POSITIONS,
                                    args=(source,), params={"positions": view_positions(base, view),
@@ -763,6 +765,14 @@ class Tracer:
 
     def _output_structure(self, value):
         if isinstance(value, Tensor):
+            base = self.stale.get(id(value), self.refreshed.get(id(value)))
+            if base is not None:
+                owner = self.internal_storage.get(id(base._storage))
+                if owner is not None and owner.node.kind in ("placeholder", "external") and not getattr(
+                        owner.node, "created", False):
+                    # eager returns an alias of the caller's tensor, a replay would return a copy of it
+                    raise _UnsupportedOutput("a returned view of an input or parameter written in place through "
+                                             "a view: a replay would return a copy, not an alias of it")
             written = self.mutated.get(id(value))
             if written is not None and len(self.graphs) == 1:
                 # an input written in place and returned (`x.add_(1); return x`): eager returns x itself, so
