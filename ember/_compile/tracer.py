@@ -262,6 +262,7 @@ class Tracer:
         self.actions: list = []  # Action: training-loop calls replayed around the graph (take_action)
         self.action_operands: list = []  # tensors of the graph that epilogue actions act on (loss.backward())
         self.epilogue = False  # an action ran after the ops: no op may follow
+        self.zero_grad_moved = False  # a zero_grad() after the first ops was made a prologue action
         self.action_results: set = set()  # ids of tensors actions returned (clip_grad_norm_'s total norm)
 
     @property
@@ -542,6 +543,10 @@ class Tracer:
         each backward with set_to_none), and whether it was None is guarded (`if p.grad is not None`)."""
         grad = owner._grad
         value = self.value_of.get(id(owner))
+        if self.zero_grad_moved and not self.epilogue:
+            self.graph_break("reading a .grad after a zero_grad() that follows the graph's first ops (a replay runs "
+                             "that zero_grad() before them)")
+            return
         if self.owner is None and value is not None and value.node.kind == "placeholder":
             # the .grad of an argument: a replay would read the capture's argument (an optimizer step passes
             # its grads in as inputs instead, Optimizer._compile_inputs)
@@ -656,7 +661,7 @@ class Tracer:
     # ------------------------------------------------------------ actions
     def take_action(self, kind: str, fn, args: tuple, operand) -> bool:
         """Whether a training-loop call can be replayed around the graph (_dispatch.run_as_action): zero_grad
-        before any op (a prologue), or zero_grad, `loss.backward()` (a loss the graph computes, no gradient or
+        before backward() (a prologue: it commutes with ops that read no .grad), or zero_grad, `loss.backward()` (a loss the graph computes, no gradient or
         graph arguments) and `optimizer.step()` (no closure) after the ops (an epilogue).  Each replay runs the
         prologue, the graph, then the epilogue on the graph's results, as eager does -- so torch.compile's
         tutorial step (`opt.zero_grad(); loss = f(model(x)); loss.backward(); opt.step()`) compiles its forward
@@ -683,6 +688,12 @@ class Tracer:
                 return False
         elif kind != "zero_grad":
             return False
+        elif after and not self.epilogue and not self.grad_reads:
+            # zero_grad between the ops and backward() (`fake = G(z).detach(); optD.zero_grad(); ...`, or
+            # `out = model(x); opt.zero_grad()`): no op read a .grad, so it commutes with them and joins the
+            # prologue (a .grad read after it breaks the graph: read_grad)
+            after = False
+            self.zero_grad_moved = True
         self.actions.append(Action(kind, fn, args, after))
         self.epilogue = self.epilogue or after
         return True

@@ -1,6 +1,7 @@
 """Probe round 25 (whole training and inference programs, compiled vs eager ember over many steps): the
 cases that differed, or recaptured where they should replay."""
 
+import numpy as np
 import pytest
 
 import ember
@@ -50,3 +51,74 @@ def test_a_per_step_lr_schedule_outside_does_not_recapture_when_the_step_clamps(
         compiled(ember.randn(8, 4), ember.randn(8, 1))
         sched.step()
     assert compiled.captures == 1
+
+
+def _gan(compiled):
+    ember.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    disc = nn.Sequential(nn.Linear(2, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+    opt_g = ember.optim.Adam(gen.parameters(), 1e-3)
+    opt_d = ember.optim.Adam(disc.parameters(), 1e-3)
+    bce = nn.functional.binary_cross_entropy_with_logits
+
+    def d_step(real, z):
+        fake = gen(z).detach()
+        opt_d.zero_grad()  # after the generator's ops: replayed before them (it commutes with them)
+        loss = bce(disc(real), ember.ones(real.shape[0], 1)) + bce(disc(fake), ember.zeros(z.shape[0], 1))
+        loss.backward()
+        opt_d.step()
+        return loss
+
+    def g_step(z):
+        opt_g.zero_grad()
+        loss = bce(disc(gen(z)), ember.ones(z.shape[0], 1))
+        loss.backward()
+        opt_g.step()
+        return loss
+
+    d_run, g_run = (ember.compile(d_step), ember.compile(g_step)) if compiled else (d_step, g_step)
+    ember.manual_seed(1)
+    losses = []
+    for _ in range(5):
+        real, z = ember.randn(16, 2), ember.randn(16, 4)
+        losses.append((d_run(real, z).item(), g_run(z).item()))
+    return losses, [p.detach().clone() for p in (*gen.parameters(), *disc.parameters())], d_run
+
+
+def test_zero_grad_between_the_ops_and_backward_replays_as_a_prologue():
+    """A GAN's discriminator step (`fake = G(z).detach(); optD.zero_grad(); ...; backward(); step()`) ran
+    eagerly every call: a zero_grad after ops was an epilogue action, and the ops after it broke the graph."""
+    eager_losses, eager_params, _ = _gan(False)
+    losses, params, d_run = _gan(True)
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    for got, want in zip(params, eager_params):
+        assert ember.allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert d_run.captures == 1 and not any(entry.eager for entry in d_run.cache.values())
+
+
+def test_a_grad_read_after_a_moved_zero_grad_breaks_the_graph():
+    def build():
+        ember.manual_seed(0)
+        model = nn.Linear(3, 1)
+        for p in model.parameters():
+            p.grad = ember.ones_like(p)
+        return model, ember.optim.SGD(model.parameters(), lr=0.1)
+
+    def make_step(model, opt):
+        def step(x):
+            out = model(x)
+            opt.zero_grad(set_to_none=False)
+            loss = out.sum() + model.weight.grad.abs().sum()  # zeros here, eagerly
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    model, opt = build()
+    reference, ref_opt = build()
+    compiled, eager = ember.compile(make_step(model, opt)), make_step(reference, ref_opt)
+    for _ in range(4):
+        x = ember.randn(2, 3)
+        assert ember.allclose(compiled(x), eager(x))
+    assert ember.allclose(model.weight, reference.weight)
+    assert any("zero_grad" in str(reason) for reason in compiled.graph_breaks)
