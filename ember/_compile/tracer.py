@@ -140,6 +140,14 @@ class _Unliftable(Exception):
     pass
 
 
+def _tensors_in(args):
+    for arg in args:
+        if isinstance(arg, Tensor):
+            yield arg
+        elif isinstance(arg, (list, tuple)):
+            yield from _tensors_in(arg)
+
+
 def _mask_fill(op, args, params) -> bool:
     """index_put whose only index array is one boolean mask and whose value has one element (`x[x > 0] = 0`,
     which torch runs as masked_fill_): its result's shape never depends on the mask's values, so the mask can be
@@ -393,9 +401,10 @@ class Tracer:
         self.drawing = False
         if self.broken and not self.explain:
             return
-        if self.epilogue:
-            self.graph_break(f"{op.name}() after backward() or optimizer.step() in the compiled function: only "
-                             "those calls may follow the graph")
+        if self.epilogue and not self._commutes_with_epilogue(args):
+            self.graph_break(f"{op.name}() after backward() or optimizer.step() in the compiled function, on a "
+                             "tensor those calls may change (a parameter, a gradient, an optimizer's or scaler's "
+                             "state): only ops on the graph's own results may follow them")
             if self.broken:
                 return
         sources = ()
@@ -432,6 +441,26 @@ class Tracer:
             if not op.view:
                 self.internal_storage[id(tensor._storage)] = value
         self.ops_since_break += 1
+
+    def _commutes_with_epilogue(self, args) -> bool:
+        """Whether an op after the epilogue (backward(), step()...) reads only what those calls leave alone:
+        results of the graph's ops and inputs that are not leaves requiring grad.  Then it can run in the graph
+        before them, as its values are the same (an accuracy `(out.argmax(1) == y).float().mean()` after
+        `opt.step()`); a parameter, a .grad or a scaler's scale may have been changed by them (an EMA update)."""
+        for tensor in _tensors_in(args):
+            if self.stale and id(tensor) in self.stale:
+                return False
+            value = self.value_of.get(id(tensor))
+            if value is None or id(value.node) not in self.segment_nodes:
+                if self.created.get(id(tensor)) is tensor and not tensor._requires_grad:
+                    continue  # made in the function after the epilogue (a factory's result)
+                return False
+            kind = value.node.kind
+            if kind == "placeholder" and tensor._requires_grad and tensor._grad_fn is None:
+                return False
+            if kind == "external" and not getattr(value.node, "created", False):
+                return False
+        return True
 
     def _resolve_arg(self, arg):
         if isinstance(arg, Tensor):
@@ -661,8 +690,9 @@ class Tracer:
     # ------------------------------------------------------------ actions
     def take_action(self, kind: str, fn, args: tuple, operand) -> bool:
         """Whether a training-loop call can be replayed around the graph (_dispatch.run_as_action): zero_grad
-        before backward() (a prologue: it commutes with ops that read no .grad), or zero_grad, `loss.backward()` (a loss the graph computes, no gradient or
-        graph arguments) and `optimizer.step()` (no closure) after the ops (an epilogue).  Each replay runs the
+        before backward() (a prologue: it commutes with ops that read no .grad), or zero_grad,
+        `loss.backward()` (a loss the graph computes, no gradient or graph arguments) and `optimizer.step()`
+        (no closure) after the ops (an epilogue).  Each replay runs the
         prologue, the graph, then the epilogue on the graph's results, as eager does -- so torch.compile's
         tutorial step (`opt.zero_grad(); loss = f(model(x)); loss.backward(); opt.step()`) compiles its forward
         and loss, with backward() running the graph's generated backward kernels.  Not with a read split
