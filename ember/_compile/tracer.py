@@ -455,11 +455,13 @@ class Tracer:
                 if self.created.get(id(tensor)) is tensor and not tensor._requires_grad:
                     continue  # made in the function after the epilogue (a factory's result)
                 return False
-            kind = value.node.kind
-            if kind == "placeholder" and tensor._requires_grad and tensor._grad_fn is None:
-                return False
-            if kind == "external" and not getattr(value.node, "created", False):
-                return False
+            # (by the storage's owner: a view the graph made of a parameter, `w = model.weight.t()`, sees the step)
+            owner = self.internal_storage.get(id(tensor._storage), value)
+            for node, held in ((value.node, tensor), (owner.node, self.tensor_of_value.get(id(owner), tensor))):
+                if node.kind == "placeholder" and held._requires_grad and held._grad_fn is None:
+                    return False
+                if node.kind == "external" and not getattr(node, "created", False):
+                    return False
         return True
 
     def _resolve_arg(self, arg):

@@ -167,3 +167,28 @@ def test_ops_on_graph_results_after_the_step_join_the_graph(ema_after_step):
         assert ember.allclose(value, want)
     replayed = any(not entry.eager for entry in run.cache.values())
     assert replayed != ema_after_step
+
+
+def test_a_view_of_a_parameter_read_after_the_step_is_not_moved_before_it():
+    """`w = model.weight.t()` before the step is a view: read after opt.step() it sees the new weights, so the
+    op reading it cannot join the graph before the epilogue (the call runs eagerly)."""
+    def run(compiled):
+        ember.manual_seed(0)
+        model = nn.Linear(4, 3)
+        opt = ember.optim.SGD(model.parameters(), lr=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            w = model.weight.t()
+            loss = (x @ w).sum()
+            loss.backward()
+            opt.step()
+            return loss.detach(), w * 1
+
+        fn = ember.compile(step) if compiled else step
+        ember.manual_seed(1)
+        return [[t.clone() for t in fn(ember.randn(2, 4))] for _ in range(3)]
+
+    for want_row, got_row in zip(run(False), run(True)):
+        for want, got in zip(want_row, got_row):
+            assert ember.allclose(got, want)
