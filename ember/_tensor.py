@@ -746,12 +746,15 @@ class Tensor:
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
         self._check_data("item")
-        if _dispatch.tracer is not None:  # ember.compile: a tensor's value read into Python
-            _dispatch.tracer.graph_break("Tensor.item(): a tensor value read into Python", self)
         if self._qparams is not None:  # torch reads a quantized tensor's item as its dequantized value
-            return float(self.dequantize()._data.reshape(()))
-        value = self._data.reshape(()).item() if self._dtype is not dt.bfloat16 else float(self._data.reshape(()))
-        return _python_scalar(value, self._dtype)
+            value = float(self.dequantize()._data.reshape(()))
+        else:
+            value = self._data.reshape(()).item() if self._dtype is not dt.bfloat16 else float(self._data.reshape(()))
+            value = _python_scalar(value, self._dtype)
+        tracer = _dispatch.tracer
+        if tracer is not None and not (hasattr(tracer, "read_item") and tracer.read_item(self, value)):
+            tracer.graph_break("Tensor.item(): a tensor value read into Python", self)  # (ember.compile)
+        return value
 
     def tolist(self):
         self._check_data("tolist")

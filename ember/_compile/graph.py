@@ -68,6 +68,8 @@ def iter_values(structure):
     elif isinstance(structure, Rebuilt):
         yield from iter_values(structure.items)
         yield from iter_values(structure.attrs)
+    elif isinstance(structure, ReadOf):
+        yield structure.value
 
 
 def map_structure(structure, fn, build: bool = False):
@@ -86,7 +88,21 @@ def map_structure(structure, fn, build: bool = False):
         node = Rebuilt(structure.cls, map_structure(structure.items, fn, build),
                        map_structure(structure.attrs, fn, build), structure.factory)
         return node.build() if build else node
+    if isinstance(structure, ReadOf):
+        inner = fn(structure.value)
+        return inner.item() if build else ReadOf(inner)
     return structure
+
+
+class ReadOf:
+    """A returned Python float that the function read from a graph value with `.item()` as its last act (a
+    training step's `return loss.item()`, tracer.Tracer.read_item): a replay returns that value's `.item()`."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{self.value!r}.item()"
 
 
 class Rebuilt:

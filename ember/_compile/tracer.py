@@ -34,7 +34,7 @@ from .._autograd.grad_mode import state
 from .._ops import view_nodes
 from .._ops.view_nodes import view_positions
 from .._tensor import Tensor
-from .graph import Graph, Node, Rebuilt, Value
+from .graph import Graph, Node, ReadOf, Rebuilt, Value
 from .pyguards import array_digest
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -271,6 +271,9 @@ class Tracer:
         self.action_operands: list = []  # tensors of the graph that epilogue actions act on (loss.backward())
         self.epilogue = False  # an action ran after the ops: no op may follow
         self.zero_grad_moved = False  # a zero_grad() after the first ops was made a prologue action
+        self.final_reads: dict = {}  # id(float) -> (float, tensor): `.item()` reads taken as outputs (read_item)
+        self.after_read = False  # user code ran, or an op was recorded, after one of them
+        self._watched_frames: list = []  # frames given a line tracer by read_item (cleared on exit)
         self.action_results: set = set()  # ids of tensors actions returned (clip_grad_norm_'s total norm)
 
     @property
@@ -291,6 +294,55 @@ class Tracer:
 
     def __exit__(self, *exc) -> None:
         _dispatch.tracer = self.previous
+        if self._watched_frames:
+            sys.settrace(None)
+            for frame in self._watched_frames:
+                frame.f_trace = None
+            self._watched_frames = []
+
+    def read_item(self, tensor, value) -> bool:
+        """`value = tensor.item()` in a training step with actions (whose reads cannot split the graph into
+        chains, see frontend): taken as the graph's output read by `.item()` at each replay (graph.ReadOf) if
+        the float is returned and nothing else runs after the read -- watched from here on with a line tracer on
+        the user's frames: a line or call of user code, or an op, after it makes it a graph break at the end of
+        the capture (the call runs eagerly, as before).  So a step ending `return loss.item()` replays."""
+        if (self.explain or self.fullgraph or self.broken or not self.actions or len(self.graphs) > 1
+                or type(value) is not float or id(tensor) not in self.value_of
+                or not self._commutes_with_epilogue((tensor,))):
+            return False
+        if not self._watched_frames and not self._watch_lines():
+            return False
+        self.final_reads[id(value)] = (value, tensor)
+        self.keep.append(tensor)
+        return True
+
+    def _watch_lines(self) -> bool:
+        """Trace the user's frames from the read up to the capture (frontend.py) for lines and calls."""
+        if sys.gettrace() is not None:  # a debugger or coverage tracer: not displaced
+            return False
+        from .pyguards import _library
+
+        def on_call(frame, event, arg):
+            if not _library(frame.f_code.co_filename):
+                self.after_read = True
+            return None
+
+        def on_line(frame, event, arg):
+            if event == "line":
+                self.after_read = True
+            return on_line
+
+        frame = sys._getframe(2)
+        while frame is not None and not frame.f_code.co_filename.endswith(os.path.join("_compile", "frontend.py")):
+            if not _library(frame.f_code.co_filename):
+                frame.f_trace = on_line
+                self._watched_frames.append(frame)
+            frame = frame.f_back
+        if frame is None or not self._watched_frames:
+            self._watched_frames = []
+            return False
+        sys.settrace(on_call)
+        return True
 
     def bind_inputs(self, args, kwargs) -> None:
         self.segment_grad_mode = [state.enabled]
@@ -401,6 +453,8 @@ class Tracer:
         self.drawing = False
         if self.broken and not self.explain:
             return
+        if self.final_reads:
+            self.after_read = True
         if self.epilogue and not self._commutes_with_epilogue(args):
             self.graph_break(f"{op.name}() after backward() or optimizer.step() in the compiled function, on a "
                              "tensor those calls may change (a parameter, a gradient, an optimizer's or scaler's "
@@ -451,6 +505,8 @@ class Tracer:
             if self.stale and id(tensor) in self.stale:
                 return False
             value = self.value_of.get(id(tensor))
+            if value is None:  # a detach or .data of a graph value (made outside the ops)
+                value = self._alias(tensor)[1]
             if value is None or id(value.node) not in self.segment_nodes:
                 if self.created.get(id(tensor)) is tensor and not tensor._requires_grad:
                     continue  # made in the function after the epilogue (a factory's result)
@@ -796,17 +852,25 @@ class Tracer:
         inside = self.inference_modes == {True} and not self.entry_inference
         for graph in self.graphs:
             graph.inference = inside
+        self.used_reads: set = set()
         try:
             structure = self._output_structure(result)
         except _UnsupportedOutput as error:
             self.graph_break(str(error))
             return not self.broken or self.explain
+        if self.final_reads and (self.after_read or len(self.used_reads) != len(self.final_reads)):
+            self.graph_break("Tensor.item(): a tensor value read into Python (code ran after it, or its value is "
+                             "not returned as it is)")
         if self.broken and not self.explain:  # (an output the graph cannot give: an action's result)
             return False
         self.graph.output = Node("output", "output", structure=structure)
         return True
 
     def _output_structure(self, value):
+        if type(value) is float and id(value) in self.final_reads:
+            tensor = self.final_reads[id(value)][1]
+            self.used_reads.add(id(value))
+            return ReadOf(self.resolve(tensor))
         if isinstance(value, Tensor):
             base = self.stale.get(id(value), self.refreshed.get(id(value)))
             if base is not None:

@@ -192,3 +192,46 @@ def test_a_view_of_a_parameter_read_after_the_step_is_not_moved_before_it():
     for want_row, got_row in zip(run(False), run(True)):
         for want, got in zip(want_row, got_row):
             assert ember.allclose(got, want)
+
+
+def _item_step_run(compiled, tail):
+    ember.manual_seed(0)
+    model = nn.Linear(4, 3)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if tail == "return item":
+            return loss.item()
+        if tail == "item in a dict":
+            return {"scaled": loss.detach() * 2, "loss": loss.item()}  # (the read last: nothing follows it)
+        if tail == "rounded":
+            return round(loss.item(), 3)  # not the read float itself
+        value = loss.item()  # a line after the read: Python may use the value
+        seen.append(value)
+        return value
+
+    run = ember.compile(step) if compiled else step
+    ember.manual_seed(1)
+    results = [run(ember.randn(8, 4), ember.randint(0, 3, (8,))) for _ in range(4)]
+    return results, model.weight.detach().clone(), run, seen
+
+
+@pytest.mark.parametrize("tail", ["return item", "item in a dict", "rounded", "line after"])
+def test_a_training_step_returning_loss_item_replays(tail):
+    """`return loss.item()` ended every compiled training step in a read break, and a step with actions cannot
+    split into chains, so it ran eagerly each call; the read is now the graph's output, read by `.item()` at
+    each replay, when nothing but the return follows it (else the call still runs eagerly)."""
+    want, want_weight, _, want_seen = _item_step_run(False, tail)
+    got, weight, run, seen = _item_step_run(True, tail)
+    np.testing.assert_allclose(got if tail != "item in a dict" else [g["loss"] for g in got],
+                               want if tail != "item in a dict" else [w["loss"] for w in want], rtol=1e-6)
+    assert all(type(g) is type(w) for g, w in zip(got, want))
+    assert ember.allclose(weight, want_weight, rtol=1e-6, atol=1e-7)
+    assert seen == want_seen
+    replayed = any(not entry.eager for entry in run.cache.values())
+    assert replayed == (tail in ("return item", "item in a dict"))
