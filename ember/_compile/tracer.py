@@ -21,6 +21,7 @@ segment so it can count graphs the way torch._dynamo.explain does.
 from __future__ import annotations
 
 import dataclasses
+import dis
 import linecache
 import os
 import random
@@ -138,6 +139,14 @@ class SlotGrad:
 
 class _Unliftable(Exception):
     pass
+
+
+# bytecode that may follow a `.item()` read taken as an output (Tracer._returning_frame): loads, calls (watched
+# at run time) and container builds -- nothing that could branch on, compare, compute with or store the float
+_PASSIVE = frozenset(("CACHE", "NOP", "EXTENDED_ARG", "PUSH_NULL", "PRECALL", "CALL", "KW_NAMES", "LOAD_FAST",
+                      "LOAD_FAST_CHECK", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_ATTR",
+                      "LOAD_METHOD", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP",
+                      "LIST_APPEND", "LIST_EXTEND", "MAP_ADD", "DICT_UPDATE"))
 
 
 def _tensors_in(args):
@@ -273,7 +282,7 @@ class Tracer:
         self.zero_grad_moved = False  # a zero_grad() after the first ops was made a prologue action
         self.final_reads: dict = {}  # id(float) -> (float, tensor): `.item()` reads taken as outputs (read_item)
         self.after_read = False  # user code ran, or an op was recorded, after one of them
-        self._watched_frames: list = []  # frames given a line tracer by read_item (cleared on exit)
+        self._read_profile = None  # (hook, the profile function it wraps), from the first read_item
         self.action_results: set = set()  # ids of tensors actions returned (clip_grad_norm_'s total norm)
 
     @property
@@ -294,55 +303,69 @@ class Tracer:
 
     def __exit__(self, *exc) -> None:
         _dispatch.tracer = self.previous
-        if self._watched_frames:
-            sys.settrace(None)
-            for frame in self._watched_frames:
-                frame.f_trace = None
-            self._watched_frames = []
+        if self._read_profile is not None:  # (the Watcher, exiting first, may have cleared it already)
+            profile, previous = self._read_profile
+            if sys.getprofile() is profile:
+                sys.setprofile(previous)
+            self._read_profile = None
 
     def read_item(self, tensor, value) -> bool:
         """`value = tensor.item()` in a training step with actions (whose reads cannot split the graph into
-        chains, see frontend): taken as the graph's output read by `.item()` at each replay (graph.ReadOf) if
-        the float is returned and nothing else runs after the read -- watched from here on with a line tracer on
-        the user's frames: a line or call of user code, or an op, after it makes it a graph break at the end of
-        the capture (the call runs eagerly, as before).  So a step ending `return loss.item()` replays."""
+        chains, see frontend): taken as the graph's output, read by `.item()` at each replay (graph.ReadOf),
+        when nothing can use the float but the return -- the read is in the compiled function's own frame (no
+        user frame between it and the capture), whose remaining bytecode up to its return only loads and
+        builds containers (no jump, comparison, arithmetic or store: `_PASSIVE`), and no user function or
+        builtin is called from there on (a profile hook: `max(loss.item(), 0)`), nor an op recorded.  Else, or if
+        the float is not returned as it is, the read is a graph break at the end of the capture and the call
+        runs eagerly, as before.  So a step ending `return loss.item()` replays."""
         if (self.explain or self.fullgraph or self.broken or not self.actions or len(self.graphs) > 1
                 or type(value) is not float or id(tensor) not in self.value_of
                 or not self._commutes_with_epilogue((tensor,))):
             return False
-        if not self._watched_frames and not self._watch_lines():
+        frame = self._returning_frame()
+        if frame is None:
             return False
+        if self._read_profile is None:
+            from .pyguards import _library
+
+            previous = sys.getprofile()
+
+            def profile(called, event, arg):
+                if previous is not None:
+                    previous(called, event, arg)
+                if (event == "c_call" and called is frame) or (event == "call" and not _library(
+                        called.f_code.co_filename)):
+                    self.after_read = True
+
+            sys.setprofile(profile)
+            self._read_profile = (profile, previous)
         self.final_reads[id(value)] = (value, tensor)
         self.keep.append(tensor)
         return True
 
-    def _watch_lines(self) -> bool:
-        """Trace the user's frames from the read up to the capture (frontend.py) for lines and calls."""
-        if sys.gettrace() is not None:  # a debugger or coverage tracer: not displaced
-            return False
+    @staticmethod
+    def _returning_frame():
+        """The user frame reading a value (below Tensor.item and this tracer), if it is the only user frame above
+        the capture (frontend.py) and the rest of its bytecode only loads and builds up to its return."""
         from .pyguards import _library
 
-        def on_call(frame, event, arg):
-            if not _library(frame.f_code.co_filename):
-                self.after_read = True
-            return None
-
-        def on_line(frame, event, arg):
-            if event == "line":
-                self.after_read = True
-            return on_line
-
-        frame = sys._getframe(2)
+        frame, user = sys._getframe(3), None
         while frame is not None and not frame.f_code.co_filename.endswith(os.path.join("_compile", "frontend.py")):
             if not _library(frame.f_code.co_filename):
-                frame.f_trace = on_line
-                self._watched_frames.append(frame)
+                if user is not None:
+                    return None  # a helper's read: what its caller does with the float is not seen
+                user = frame
             frame = frame.f_back
-        if frame is None or not self._watched_frames:
-            self._watched_frames = []
-            return False
-        sys.settrace(on_call)
-        return True
+        if frame is None or user is None:
+            return None
+        for instruction in dis.get_instructions(user.f_code):
+            if instruction.offset <= user.f_lasti:
+                continue
+            if instruction.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                return user
+            if instruction.opname not in _PASSIVE:
+                return None
+        return None
 
     def bind_inputs(self, args, kwargs) -> None:
         self.segment_grad_mode = [state.enabled]

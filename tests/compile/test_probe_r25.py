@@ -211,6 +211,10 @@ def _item_step_run(compiled, tail):
             return {"scaled": loss.detach() * 2, "loss": loss.item()}  # (the read last: nothing follows it)
         if tail == "rounded":
             return round(loss.item(), 3)  # not the read float itself
+        if tail == "max":
+            return max(loss.item(), 0.0)  # a builtin given the float (it may return it as it is)
+        if tail == "or":
+            return loss.item() or 1.0  # a branch on the float
         value = loss.item()  # a line after the read: Python may use the value
         seen.append(value)
         return value
@@ -221,7 +225,7 @@ def _item_step_run(compiled, tail):
     return results, model.weight.detach().clone(), run, seen
 
 
-@pytest.mark.parametrize("tail", ["return item", "item in a dict", "rounded", "line after"])
+@pytest.mark.parametrize("tail", ["return item", "item in a dict", "rounded", "max", "or", "line after"])
 def test_a_training_step_returning_loss_item_replays(tail):
     """`return loss.item()` ended every compiled training step in a read break, and a step with actions cannot
     split into chains, so it ran eagerly each call; the read is now the graph's output, read by `.item()` at
