@@ -80,7 +80,7 @@ class _Entry:
         self.eager = compiled is None
         self.breaks = list(breaks)
         self.retry = False  # a capture that wrote Python state: try once more before running eagerly for good
-        self.externals = externals  # (tensor, shape, dtype, requires_grad, owner, slot): see _externals
+        self.externals = externals  # (tensor, shape, dtype, requires_grad, owner, slot, layout): see _externals
         self.structure = structure
 
     def run_chains(self, tensors):
@@ -106,7 +106,7 @@ class _Entry:
     writes = ()  # (module, attribute name) set to the graph's extra outputs after the call's own (see _trace)
 
     def externals_ok(self) -> bool:
-        for tensor, shape, dtype, requires_grad, owner, slot in self.externals:
+        for tensor, shape, dtype, requires_grad, owner, slot, layout in self.externals:
             if owner is not None:
                 tensor = owner._grad
                 if tensor is None:
@@ -115,7 +115,8 @@ class _Entry:
                 tensor = slot[0].get(slot[1])
                 if tensor is None:
                     return False
-            if tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad:
+            if (tensor._data.shape != shape or tensor._dtype is not dtype or tensor._requires_grad != requires_grad
+                    or _layout(tensor._data) != layout):  # (`w.data = w.data.t().contiguous().t()` since)
                 return False
         for owner, was_none in self.grad_reads:
             if (owner._grad is None) != was_none:
@@ -364,10 +365,29 @@ class CompiledFunction:
             leaf(arg, f"__defaults__[{index}]")
         for key, arg in (getattr(target, "__kwdefaults__", None) or {}).items():
             leaf(arg, f"__kwdefaults__[{key!r}]")
+        values.append(self._holder_aliases(args, kwargs))
+        add_label("global and closure tensors that are arguments")
         values.append(pyguards.read_globals(self.watched, self.written, hyper, self.slotted))  # last: a capture
         # may extend it
         add_label(self._globals_label())
         return tuple(values), labels
+
+    def _holder_aliases(self, args, kwargs) -> tuple:
+        """For each tensor a watched global or closure cell holds, the position among the arguments' tensors of
+        the same tensor (None: none): a capture resolves such a global to the argument, so a later call passing
+        another tensor must not replay it (`def f(x): x.mul_(2); return G + 1` first called as f(G))."""
+        held = [value for value in (namespace.get(name) for namespace, name, _ in self.watched.values())
+                if isinstance(value, Tensor)]
+        for cell in self._cells:
+            try:
+                if isinstance(cell.cell_contents, Tensor):
+                    held.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        if not held:
+            return ()
+        positions = {id(tensor): index for index, (_, tensor) in enumerate(flatten_tensors(args, kwargs))}
+        return tuple(positions.get(id(tensor)) for tensor in held)
 
     def _reads_hyperparameters(self) -> bool:
         names = self.user_attr_names
@@ -437,8 +457,8 @@ class CompiledFunction:
                     return result
                 return self._recapture_chain(key, entry, args, kwargs)
             del self.cache[key]
-            reason, shape_only = ("a parameter or closure tensor changed shape, dtype or requires_grad, or a .grad "
-                                  "read became None or appeared"), False
+            reason, shape_only = ("a parameter or closure tensor changed shape, dtype, requires_grad or layout, or a "
+                                  ".grad read became None or appeared"), False
         if self.generic and self.dynamic is not False and not self.gave_up:
             for pattern, generic_entry in reversed(self.generic):  # (the newest: a refit, see _validate)
                 env = symbolic.match(pattern, key)
@@ -651,8 +671,9 @@ class CompiledFunction:
         slotted = ok and self._slot_globals(tracer.graphs)
         if tracer.new_globals or getattr(tracer, "wrote_python", False) or slotted:  # valid for the values this
             # capture read
-            key = key[:-1] + (pyguards.read_globals(self.watched, self.written, self._reads_hyperparameters(),
-                                                    self.slotted),)
+            key = key[:-2] + (self._holder_aliases(args, kwargs or {}),
+                              pyguards.read_globals(self.watched, self.written, self._reads_hyperparameters(),
+                                                    self.slotted))
             labels = labels[:-1] + [self._globals_label()]
         if getattr(tracer, "new_attr_names", False) or slotted:  # the key's attribute and cell guards, anew
             key, labels = self._walk_again(key, labels, args, kwargs)
@@ -815,11 +836,12 @@ _SAMPLES = 6  # captures kept per size-generic graph for refits (their signature
 
 
 def _externals(graphs) -> tuple:
-    """(tensor, shape, dtype, requires_grad, owner, slot): owner is the tensor whose .grad the external is (read
-    again at each call), else None; slot is the (table, name) of a compiled module's parameter or buffer entry
-    the external is read from at each call (tracer.resolve), else None."""
+    """(tensor, shape, dtype, requires_grad, owner, slot, layout): owner is the tensor whose .grad the external
+    is (read again at each call), else None; slot is the (table, name) of a compiled module's parameter or
+    buffer entry the external is read from at each call (tracer.resolve), else None; layout is `_layout`'s (a
+    view captured on a contiguous parameter cannot replay on a strided one, as for the arguments)."""
     return tuple((n.tensor, n.tensor._data.shape, n.tensor._dtype, n.tensor._requires_grad,
-                  getattr(n, "grad_of", None), getattr(n, "slot", None))
+                  getattr(n, "grad_of", None), getattr(n, "slot", None), _layout(n.tensor._data))
                  for graph in graphs for n in graph.nodes if n.kind == "external")
 
 

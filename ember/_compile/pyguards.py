@@ -327,6 +327,8 @@ def _state(value):
         return ("array", id(value), array_digest(value))
     if _scalar(value):
         return (type(value), value)
+    if isinstance(value, Tensor):  # rebound (`state = 0.5 * state + x` on a global or nonlocal): a Python write
+        return ("tensor", id(value))
     if _user_object(value):
         # a user object (a logger, a settings object): `log.last = y` in the function is a write a replay skips
         return ("object", id(value), tuple((k, id(v)) for k, v in value.__dict__.items()))

@@ -657,6 +657,9 @@ class Tracer:
             self.graph_break("reading a .grad after a zero_grad() that follows the graph's first ops (a replay runs "
                              "that zero_grad() before them)")
             return
+        if self.epilogue:  # (a replay reads its externals when it starts, before the epilogue's backward())
+            self.graph_break("reading a .grad after backward() or optimizer.step() in the compiled function")
+            return
         if self.owner is None and value is not None and value.node.kind == "placeholder":
             # the .grad of an argument: a replay would read the capture's argument (an optimizer step passes
             # its grads in as inputs instead, Optimizer._compile_inputs)
@@ -677,6 +680,10 @@ class Tracer:
     def inplace(self, target, result) -> None:
         """Tensor._inplace_from wrote result's values into target: target now stands for result's value."""
         if self.broken and not self.explain:
+            return
+        if self.epilogue:  # (backward() may read what it writes: an op on the graph's results may commute, a write
+            # does not)
+            self.graph_break("an in-place write after backward() or optimizer.step() in the compiled function")
             return
         if target._base is not None or len(self.storage_users.get(id(target._storage), ())) > 1:
             base = self._view_write_base(target)
@@ -726,7 +733,7 @@ class Tracer:
             new = self.graph.make_values(node, [base])[0]
             self.tensor_of_value.setdefault(id(new), base)
             self.segment_nodes.add(id(node))
-        self._rebind(base, new)
+        self._rebind(base, new, invisible=not target._requires_grad)
         for ident, user in self.storage_users.get(id(base._storage), {}).items():
             if user is not base:
                 self.stale[ident] = base
@@ -740,11 +747,12 @@ class Tracer:
         node = self.graph.add(Node("call", self.graph.fresh_name("view_"), op=view_nodes._GATHER_POSITIONS,
                                    args=(source,), params={"positions": view_positions(base, view),
                                                            "shape": tuple(base.shape)},
-                                   grad_enabled=state.enabled, source=user_source()))
+                                   grad_enabled=state.enabled and view._requires_grad, source=user_source()))
         self._track(view, self.graph.make_values(node, [view])[0])
 
-    def _rebind(self, target, new) -> None:
-        """`target` (not a view of another tensor of the graph) now stands for the value `new`."""
+    def _rebind(self, target, new, invisible: bool = False) -> None:
+        """`target` (not a view of another tensor of the graph) now stands for the value `new`.  `invisible`: a
+        write autograd does not see (through a detached alias: `y.data.mul_(3)`), as one under no_grad."""
         self.written_storages.add(id(target._storage))
         old = self.value_of.get(id(target))
         if old is not None and getattr(old.node, "created", False):  # a write to the call's own tensor
@@ -757,9 +765,13 @@ class Tracer:
             if old is None:
                 old = self.resolve(target)
             self.mutated[id(target)] = [old, new, state.enabled]
-        if not state.enabled and target._requires_grad and target._grad_fn is None:
-            # a no-grad write to a leaf (weight clipping, Embedding's max_norm renorm): the leaf keeps its
-            # identity, so later uses must still pass gradients to it (GRAFT), not read the detached result
+        if target._requires_grad and (invisible or not state.enabled):
+            # a no-grad write to a leaf (weight clipping, Embedding's max_norm renorm), or to a result that
+            # requires grad (`with no_grad(): y[0] = 0`, `y.data.mul_(3)`): the tensor keeps its place in the
+            # graph (a leaf its identity, a result its grad_fn), so later uses must still pass gradients to it as
+            # before the write (GRAFT), not read the detached result
+            if old is None:
+                old = self.resolve(target)
             node = self.graph.add(Node("call", self.graph.fresh_name("graft_"), op=GRAFT, args=(new, old),
                                        params={}, grad_enabled=True, source=user_source()))
             new = self.graph.make_values(node, [target])[0]
@@ -895,14 +907,14 @@ class Tracer:
             self.used_reads.add(id(value))
             return ReadOf(self.resolve(tensor))
         if isinstance(value, Tensor):
-            base = self.stale.get(id(value), self.refreshed.get(id(value)))
-            if base is not None:
-                owner = self.internal_storage.get(id(base._storage))
+            if id(value._storage) in self.written_storages and id(value) not in self.mutated:
+                owner = self.internal_storage.get(id(value._storage))
                 if owner is not None and owner.node.kind in ("placeholder", "external") and not getattr(
                         owner.node, "created", False):
-                    # eager returns an alias of the caller's tensor, a replay would return a copy of it
-                    raise _UnsupportedOutput("a returned view of an input or parameter written in place through "
-                                             "a view: a replay would return a copy, not an alias of it")
+                    # eager returns an alias of the caller's tensor (`x[:, 0].mul_(2); return x[0]`), a replay a
+                    # view of the written value, which its end copies into the caller's tensor
+                    raise _UnsupportedOutput("a returned view of an input, parameter or buffer written in place: a "
+                                             "replay would return a copy of it, not an alias")
             written = self.mutated.get(id(value))
             if written is not None and len(self.graphs) == 1:
                 # an input written in place and returned (`x.add_(1); return x`): eager returns x itself, so

@@ -239,3 +239,21 @@ def test_a_training_step_returning_loss_item_replays(tail):
     assert seen == want_seen
     replayed = any(not entry.eager for entry in run.cache.values())
     assert replayed == (tail in ("return item", "item in a dict"))
+
+
+def test_a_parameter_relaid_out_since_the_capture_is_not_replayed_on():
+    """`w.data = w.data.contiguous(memory_format=channels_last)` after the capture: eager's `w.view(4, -1)`
+    raises, a replay ran the view captured on the contiguous weight (externals' layouts are guarded now)."""
+    weight = nn.Parameter(ember.randn(4, 3, 2, 2))
+
+    def fn(x):
+        return x @ weight.view(4, -1).t()
+
+    compiled = ember.compile(fn)
+    x = ember.randn(2, 12)
+    assert ember.allclose(compiled(x), fn(x))
+    weight.data = weight.data.contiguous(memory_format=ember.channels_last)
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(x)
+    with pytest.raises(RuntimeError, match=str(eager_error.value)[:40]):
+        compiled(x)
