@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import sys
 import warnings
 
 from .grad_mode import no_grad, state
@@ -253,11 +254,49 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args, **kwargs):
         """Run forward and record the call for backward."""
         uses_setup_context = cls.setup_context is not Function.setup_context
+        if "ember.func._levels" in sys.modules and not cls.__module__.startswith("ember."):
+            _check_transforms(cls, uses_setup_context)
         if uses_setup_context:
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
         return _apply(cls, args, kwargs, uses_setup_context)
+
+
+_EXTENDING_FUNC = "For more details, please see https://pytorch.org/docs/main/notes/extending.func.html"
+
+
+def _check_transforms(cls, uses_setup_context: bool) -> None:
+    """torch's checks of a user's Function applied inside torch.func transforms (autograd/function.py's
+    Function.apply, then custom_function_call's vmap and jvp rules): setup_context style is required; under
+    vmap (jacfwd and hessian vmap too) a vmap rule; under jvp a jvp.  ember's own Functions are exempt, as
+    torch's custom ops and built-ins do not pass through Function.apply."""
+    from ..func._levels import active_transforms
+
+    active, vmap, forward = active_transforms()
+    if not active:
+        return
+    if not uses_setup_context:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+                           f"jacrev, ...), it must override the setup_context staticmethod. {_EXTENDING_FUNC}")
+    has_vmap = getattr(cls, "vmap", None) is not None and "vmap" in _defined_names(cls)
+    if vmap and not cls.generate_vmap_rule and not has_vmap:
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+                           "override and implement the vmap staticmethod or set generate_vmap_rule=True. "
+                           f"{_EXTENDING_FUNC}")
+    if forward and cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
+
+def _defined_names(cls) -> set:
+    """Attribute names a Function subclass (or a base between it and Function) defines."""
+    names: set = set()
+    for klass in cls.__mro__:
+        if klass is Function:
+            break
+        names.update(vars(klass))
+    return names
 
 
 class InplaceFunction(Function):

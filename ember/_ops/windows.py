@@ -110,18 +110,26 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 # ---------------------------------------------------------------- stft
 
 
+_TENSOR_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "complex64": "ComplexFloatTensor",
+                 "complex128": "ComplexDoubleTensor", "int64": "LongTensor", "int32": "IntTensor",
+                 "float16": "HalfTensor", "bfloat16": "BFloat16Tensor", "bool": "BoolTensor"}
+# istft's REPR names the input by its type (CPUComplexFloatType), stft's by its tensor class
+_CPU_TYPES = {"complex64": "CPUComplexFloatType", "complex128": "CPUComplexDoubleType",
+              "complex32": "CPUComplexHalfType", "float32": "CPUFloatType", "float64": "CPUDoubleType"}
+
+
+def _window_text(window) -> str:
+    if window is None:
+        return "None"
+    return f"torch.{_TENSOR_NAMES.get(window._dtype.name, 'Tensor')}{{[{', '.join(str(s) for s in window.shape)}]}}"
+
+
 def _describe(input: Tensor, n_fft, hop_length, win_length, window, normalized, onesided, return_complex,
               align_to_window) -> str:
     """torch's REPR prefix of stft errors: stft(torch.FloatTensor[20], n_fft=8, ...)."""
-    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "complex64": "ComplexFloatTensor",
-             "complex128": "ComplexDoubleTensor", "int64": "LongTensor", "int32": "IntTensor",
-             "float16": "HalfTensor", "bfloat16": "BFloat16Tensor", "bool": "BoolTensor"}
-    kind = names.get(input._dtype.name, "Tensor")
+    kind = _TENSOR_NAMES.get(input._dtype.name, "Tensor")
     shape = ", ".join(str(s) for s in input.shape)
-    if window is None:
-        window_text = "None"
-    else:
-        window_text = f"torch.{names.get(window._dtype.name, 'Tensor')}{{[{', '.join(str(s) for s in window.shape)}]}}"
+    window_text = _window_text(window)
 
     def flag(value):
         return "None" if value is None else str(int(value))
@@ -292,8 +300,9 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     if not input._dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
-    prefix = (f"istft(torch.{input.dtype}{list(input.shape)}, n_fft={n_fft}, hop_length={hop_length}, "
-              f"win_length={win_length}, window=..., center={int(center)}, normalized={int(normalized)}, "
+    prefix = (f"istft({_CPU_TYPES.get(input._dtype.name, 'CPUType')}{list(input.shape)}, n_fft={n_fft}, "
+              f"hop_length={hop_length}, win_length={win_length}, window={_window_text(window)}, "
+              f"center={int(center)}, normalized={int(normalized)}, "
               f"onesided={'None' if onesided is None else int(onesided)}, "
               f"length={'None' if length is None else length}, return_complex={int(return_complex)}) ")
     if input.numel() == 0:
@@ -348,7 +357,8 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     signal, envelope = signal[:, start:end], envelope[:, start:end]
     lowest = float(envelope.abs().min()) if envelope.numel() else 1.0
     if lowest < 1e-11:
-        raise RuntimeError(f"istft(...) window overlap add min: {lowest:g}")
+        # torch prints the failed check's boolean tensor
+        raise RuntimeError(f"{prefix}window overlap add min: 1\n[ CPUBoolType{{}} ]")
     signal = signal / envelope
     if input.ndim == 2:
         signal = signal.squeeze(0)

@@ -90,7 +90,7 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
                 f"this is not supported. Tensor is of size {list(primal.shape)} while the given forward gradient "
                 f"is of size {list(tangent.shape)}."
             )
-    with Level() as level, ember.enable_grad():
+    with Level(forward=True) as level, ember.enable_grad():
         diff_primals = level.differentiable(primals)
         output = func(*diff_primals)
         output, aux = _split_aux(output, has_aux, _JVP)
@@ -118,7 +118,7 @@ def linearize(func: Callable, *primals) -> tuple:
     one reverse pass (torch traces the jvp into a graph instead; the values are the same).
     """
     check_primals_floating(tree_flatten(primals)[0])
-    with Level() as level, ember.enable_grad():
+    with Level(forward=True) as level, ember.enable_grad():
         diff_primals = level.differentiable(primals)
         output = func(*diff_primals)
         flat_out, out_spec = _checked_outputs(output, _JVP)

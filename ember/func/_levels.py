@@ -35,8 +35,12 @@ _running: list = []  # the levels whose transform call has not returned, innermo
 class Level:
     """One transform call: the leaves it created, and the test for what can be reached from outside them."""
 
-    def __init__(self) -> None:
+    def __init__(self, forward: bool = False, vmapped: bool = False) -> None:
         self.outer_grad = ember.is_grad_enabled()  # captured before the transform turns grad mode on
+        # what torch's interpreter stack would hold here, for custom autograd.Function's checks
+        # (Function.apply): a forward-mode (jvp) level, and a vmap over it (jacfwd vmaps its jvp)
+        self.forward = forward
+        self.vmapped = vmapped
         self._dead: dict = {}  # id -> node known to reach no live outside leaf (held, so ids stay unique)
 
     def __enter__(self) -> Level:
@@ -112,6 +116,15 @@ class Level:
             return value
 
         return tree_map(unwrap, tree)
+
+
+def active_transforms() -> tuple[bool, bool, bool]:
+    """(any torch.func transform running, a vmap running, a forward-mode transform running)."""
+    from . import _batching
+
+    vmap = bool(_batching._active) or any(level.vmapped for level in _running)
+    forward = any(level.forward for level in _running)
+    return bool(_running) or vmap, vmap, forward
 
 
 def check_tensors(tree, message_prefix: str = "Expected tensors") -> None:

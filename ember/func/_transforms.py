@@ -187,7 +187,7 @@ def _jacobian(func: Callable, argnums, has_aux: bool, forward: bool, args: tuple
         argnums = tuple(range(len(args)))
     check_argnums(argnums)
     _error_if_complex(name, args, is_input=True)
-    with Level() as level, ember.enable_grad():
+    with Level(forward=forward, vmapped=forward) as level, ember.enable_grad():
         positions = wrap_argnums(argnums, len(args))
         if forward:
             check_primals_floating(tree_flatten(select(args, positions))[0])

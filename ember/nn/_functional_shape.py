@@ -26,7 +26,9 @@ def _table(fn, *args, dtype=dt.int64, device=None) -> Tensor:
     upsampled conv net serves every image size with one size-generic graph."""
     from .. import _dispatch
 
-    array = np.asarray(fn(*args), dtype.np_dtype)
+    # (a copy that owns its memory: only such a tensor is noted as made in the call, which the recipe needs; a
+    # float32 weight table is a reshaped view of fn's array)
+    array = np.array(fn(*args), dtype.np_dtype)
     tensor = Tensor._make(array, dtype, device) if device is not None else Tensor._make(array, dtype)
     _dispatch.note_recipe(tensor, _table, (fn, *args), {"dtype": dtype, "device": tensor.device})
     return tensor
@@ -146,38 +148,48 @@ def _output_size(input, size, scale_factor, dims):
     return tuple(int(math.floor(input.shape[2 + i] * scales[i])) for i in range(dims)), scales
 
 
-def _source_coordinates(out_size, in_size, scale, align_corners, mode_cubic=False):
-    """torch's area_pixel_compute_source_index for linear/cubic modes."""
-    index = np.arange(out_size, dtype=np.float64)
+def _source_coordinates(out_size, in_size, scale, align_corners, mode_cubic=False, ft=np.float64):
+    """torch's area_pixel_compute_source_index for linear/cubic modes, in its opmath type ft (float for float32
+    and half inputs, double for float64): the float rounding of the scale and of each position is torch's."""
+    index = np.arange(out_size).astype(ft)
+    ratio = _area_scale(in_size, out_size, scale, align_corners, ft)
     if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
         return index * ratio
-    ratio = (1.0 / scale) if scale is not None else in_size / out_size
-    source = (index + 0.5) * ratio - 0.5
-    return source if mode_cubic else np.maximum(source, 0.0)
+    if ft is np.float32:
+        # torch's compiled kernel contracts `scale * (i + 0.5) - 0.5` to one fused multiply-add (one rounding):
+        # the float32 product is exact in double, so rounding the double result once is that fma
+        source = (ratio.astype(np.float64) * (index + ft(0.5)) - 0.5).astype(ft)
+    else:
+        source = ratio * (index + ft(0.5)) - ft(0.5)
+    return source if mode_cubic else np.maximum(source, ft(0))
 
 
-def _linear_weights(out_size, in_size, scale, align_corners):
-    """(low index, high index, high weight) per output position."""
-    source = _source_coordinates(out_size, in_size, scale, align_corners)
-    low = np.floor(source).astype(np.int64)
-    low = np.minimum(low, in_size - 1)
+def _linear_weights(out_size, in_size, scale, align_corners, ft=np.float64):
+    """(low index, high index, high weight) per output position: torch's compute_source_index_and_lambda."""
+    if out_size == in_size:  # torch copies: lambda 0
+        index = np.arange(out_size, dtype=np.int64)
+        return index, index, np.zeros(out_size, dtype=ft)
+    source = _source_coordinates(out_size, in_size, scale, align_corners, ft=ft)
+    low = np.minimum(np.floor(source).astype(np.int64), in_size - 1)
     high = np.minimum(low + 1, in_size - 1)
-    weight = source - low
+    weight = np.clip(source - low.astype(ft), ft(0), ft(1))
     return low, high, weight
 
 
-def _linear_table(part: int, out_size, in_size, scale, align_corners, ndim: int, dim: int) -> np.ndarray:
+def _linear_table(part: int, out_size, in_size, scale, align_corners, ndim: int, dim: int,
+                  ft=np.float64) -> np.ndarray:
     """One of _linear_weights's arrays (0 low, 1 high, 2 the weight shaped to broadcast along dim)."""
-    table = _linear_weights(out_size, in_size, scale, align_corners)[part]
+    table = _linear_weights(out_size, in_size, scale, align_corners, ft)[part]
     return table if part < 2 else table.reshape([out_size if d == dim else 1 for d in range(ndim)])
 
 
 def _interp_linear_dim(x: Tensor, dim: int, out_size: int, scale, align_corners: bool) -> Tensor:
     in_size = x.shape[dim]
-    low, high = (_table(_linear_table, part, out_size, in_size, scale, align_corners, x.ndim, dim)
+    ft = _opmath(x)
+    low, high = (_table(_linear_table, part, out_size, in_size, scale, align_corners, x.ndim, dim, ft)
                  for part in (0, 1))
-    w = _table(_linear_table, 2, out_size, in_size, scale, align_corners, x.ndim, dim, dtype=x.dtype, device=x.device)
+    w = _table(_linear_table, 2, out_size, in_size, scale, align_corners, x.ndim, dim, ft, dtype=x.dtype,
+               device=x.device)
     return _index_dim(x, dim, low) * (1 - w) + _index_dim(x, dim, high) * w
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import _dtype as dt
 from .._autograd.node import name_node
 from .._backends import MetaArray
@@ -661,6 +663,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         bags = list(zip(starts, ends))
         flat = input
         flat_weights = per_sample_weights
+    _check_bag_indices(flat, weight.shape[0], mode)
     dense_scaled = scale_grad_by_freq and not sparse and weight.requires_grad and flat.numel() > 0
     rows = embedding(flat, weight, padding_idx=padding_idx if sparse else None, max_norm=max_norm,
                      norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq and not dense_scaled, sparse=sparse)
@@ -682,5 +685,23 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         elif mode == "mean":
             outputs.append(chunk.mean(0))
         else:
-            outputs.append(chunk.amax(0))
+            # torch's kernel keeps the first of equal maxima (a strict `<` update), so its gradient goes to that
+            # one row alone; amax would share it among ties
+            outputs.append(chunk.max(0).values)
     return stack(outputs, 0) if outputs else weight.new_zeros((0, weight.shape[1]))
+
+
+def _check_bag_indices(flat: Tensor, rows: int, mode: str) -> None:
+    """torch's embedding_bag index check (before any lookup), naming the first index out of range (max mode's
+    kernel checks in its own loop, with its own message)."""
+    # (on the host array, not through ops: under ember.compile a tensor read would break the graph)
+    if flat.numel() == 0 or type(flat._data) is not np.ndarray:
+        return
+    indices = flat._data.reshape(-1)
+    bad = (indices < 0) | (indices >= rows)
+    if bad.any():
+        position = int(bad.argmax())
+        value = int(indices[position])
+        if mode == "max":
+            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be {value}")
+        raise RuntimeError(f"Index {position} of input takes value {value} which is not in the valid range [0, {rows})")
