@@ -724,11 +724,15 @@ class CompiledFunction:
         call (node.slot), as torch lifts such tensors to graph inputs: rebinding `mask = new_mask` between calls
         replays instead of recapturing (the guard keeps their shape, dtype, device and requires_grad:
         pyguards.tensor_key).  Whether any became one."""
-        holders = {}
+        holders, names = {}, {}
         for ident, (namespace, name, _) in self.watched.items():
             value = namespace.get(name)
-            if isinstance(value, Tensor) and ident not in self.written:
-                holders.setdefault(id(value), (ident, namespace, name))
+            if isinstance(value, Tensor):
+                names[id(value)] = names.get(id(value), 0) + 1
+                if ident not in self.written:
+                    holders.setdefault(id(value), (ident, namespace, name))
+        # a tensor held under two names (`B = A`) stays guarded by identity: one slot would serve both names
+        holders = {key: holder for key, holder in holders.items() if names[key] == 1}
         if not holders:
             return False
         changed = False

@@ -407,7 +407,7 @@ class Watcher:
         ident = (id(namespace.key) if type(namespace) is _Cell else id(namespace), name)
         if _guarded(value):
             self.found.setdefault(ident, (namespace, name, value))
-        state = _state(value)
+        state = _watched_state(value)
         if state is not None:
             self._entry.setdefault(ident, (namespace, name, state))
 
@@ -485,7 +485,17 @@ class Watcher:
         """(ident, name) of the globals and cells whose value or container contents differ from when the capture
         first met them."""
         return [(ident, name) for ident, (namespace, name, state) in self._entry.items()
-                if _state(namespace.get(name, _MISSING)) != state]
+                if _watched_state(namespace.get(name, _MISSING)) != state]
+
+
+def _watched_state(value):
+    """`_state`, and for a module reached through a global or a closure (`def f(x): return net(x)`) its modules'
+    attributes (`_module_state`): an attribute its forward rebinds (`self.state = 0.5 * self.state + x`, a
+    counter, a list append) is a write a replay would not make -- only the compiled module's own and Module
+    arguments' were watched (SideEffects), so a replay kept the first call's attribute values."""
+    if isinstance(value, _Module()):
+        return ("module", id(value), tuple(_module_state(m) for m in value.modules()))
+    return _state(value)
 
 
 _GLOBAL_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

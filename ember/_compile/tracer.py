@@ -747,7 +747,8 @@ class Tracer:
         node = self.graph.add(Node("call", self.graph.fresh_name("view_"), op=view_nodes._GATHER_POSITIONS,
                                    args=(source,), params={"positions": view_positions(base, view),
                                                            "shape": tuple(base.shape)},
-                                   grad_enabled=state.enabled and view._requires_grad, source=user_source()))
+                                   grad_enabled=view._requires_grad, source=user_source()))  # (its first use may
+        # be under no_grad, later ones not)
         self._track(view, self.graph.make_values(node, [view])[0])
 
     def _rebind(self, target, new, invisible: bool = False) -> None:
@@ -765,6 +766,12 @@ class Tracer:
             if old is None:
                 old = self.resolve(target)
             self.mutated[id(target)] = [old, new, state.enabled]
+        if target._requires_grad and (invisible or not state.enabled) and target._grad_fn is not None and getattr(
+                target._grad_fn, "_result", None) is not None:
+            # eager's backward then reads the written values as the op's saved result (`y = x.exp();
+            # y.data.mul_(0.5)`); a replay's graft would pass the op's own
+            self.graph_break("a write autograd does not see (no_grad, .data) into a result its backward saved")
+            return
         if target._requires_grad and (invisible or not state.enabled):
             # a no-grad write to a leaf (weight clipping, Embedding's max_norm renorm), or to a result that
             # requires grad (`with no_grad(): y[0] = 0`, `y.data.mul_(3)`): the tensor keeps its place in the
