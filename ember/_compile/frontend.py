@@ -313,7 +313,10 @@ class CompiledFunction:
             add_label("module hooks")
         hyper = self._reads_hyperparameters()
         if self._cells:
-            values.append(pyguards.read_cells(self._cells, hyper, self.slotted_cells))
+            # (a cell the function writes through, as a module whose forward sets an attribute, keyed by identity
+            # like a written global: its contents change every call, and that call runs eagerly)
+            values.append(pyguards.read_cells(self._cells, hyper, self.slotted_cells,
+                                              {ident[0] for ident in self.written}))
             add_label("closure variables")
         if self._bound is not None:
             values.append(pyguards.bound_key(self._bound, self.written_attrs))

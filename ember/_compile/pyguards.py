@@ -581,14 +581,16 @@ def closure_cells(fn) -> list:
     return cells
 
 
-def read_cells(cells: list, hyper: bool = True, slotted=frozenset()) -> tuple:
+def read_cells(cells: list, hyper: bool = True, slotted=frozenset(), written=frozenset()) -> tuple:
+    """The guard key of each closure cell: as read_globals keys globals (`slotted` and `written`: cell ids)."""
     out = []
     for cell in cells:
         try:
             value = cell.cell_contents
         except ValueError:
             value = _MISSING
-        out.append(tensor_key(value) if id(cell) in slotted else _key(value, hyper))
+        out.append(("id", id(value)) if id(cell) in written else tensor_key(value) if id(cell) in slotted
+                   else _key(value, hyper))
     return tuple(out)
 
 

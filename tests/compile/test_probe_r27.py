@@ -239,3 +239,14 @@ def test_a_data_write_into_a_result_its_backward_saved():
         return out
 
     assert grads(ember.compile(fn)) == grads(fn)
+
+
+def test_a_closure_module_writing_an_attribute_each_call_is_not_traced_each_call():
+    """Round 29: such calls run eagerly (a replay would not write the attribute), but the closure's module was
+    guarded by its attributes, which the call itself changes, so every call traced again up to the limit."""
+    module = _Smoothing()
+    compiled = ember.compile(lambda x: module(x))
+    reference = _Smoothing()
+    for _ in range(6):
+        assert compiled(ember.ones(3)).tolist() == reference(ember.ones(3)).tolist()
+    assert compiled.captures <= 2
