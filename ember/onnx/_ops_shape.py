@@ -256,6 +256,17 @@ def copy_slices(b, node):
     return b.reshape(b.add("ScatterElements", [flat, positions, values], axis=0), list(shape))
 
 
+def diagonal(b, node):
+    """x.diagonal(offset, dim1, dim2): a Gather of the diagonal's flat positions, worked out at export (the
+    diagonal's dim last, as torch's).  Needs a static shape."""
+    shape = b.static_shape(node.args[0], "diagonal")
+    params = node.params
+    positions = np.arange(math.prod(shape), dtype=np.int64).reshape(shape).diagonal(
+        int(params.get("offset", 0)), int(params.get("dim1", 0)), int(params.get("dim2", 1)))
+    flat = b.reshape(b.arg(node, 0), [-1])
+    return b.add("Gather", [flat, b.const(np.ascontiguousarray(positions))], axis=0)
+
+
 def gather_positions(b, node):
     """A view read again after a write through another view of its base: the base's elements at its flat
     positions.  (ember's as_strided view op, named alike, is not translated.)"""

@@ -64,6 +64,7 @@ TRANSLATIONS = {
     # indexing
     "slice": s.basic_index, "select": s.basic_index, "index": s.index, "gather": s.gather,
     "index_put": s.index_put, "copy_slices": s.copy_slices, "as_strided": s.gather_positions,
+    "diagonal": s.diagonal,
     # nn
     "convolution": nn.convolution, "convolution_backward_input": nn.convolution_transpose,
     "max_pool": nn.max_pool, "native_layer_norm": nn.layer_norm,

@@ -99,6 +99,8 @@ INDEXING = {
                                              x[:, [0, 2]], x[torch.tensor([1, 0])]),
                             lambda: (randn(2, 3, 4), torch.tensor([2, 0, 1]), torch.randint(0, 4, (2, 3, 2)))),
     "index_matrix": (lambda x, i: (x[i], x[:, i]), lambda: (randn(5, 6), torch.randint(0, 5, (2, 3)))),
+    "diagonal": (lambda x: (x.diagonal(), x.diagonal(1, 1, 2), x.diagonal(-1, 0, 2), x[0].diagonal().sum(),
+                            torch.diagonal(x, 0, -2, -1)), lambda: (randn(3, 4, 5),)),
     "pad_reflect_replicate": (lambda x: (F.pad(x, (1, 2, 0, 0), mode="reflect"),
                                          F.pad(x, (1, 1, 2, 0), mode="replicate"),
                                          F.pad(x, (2, 1, 0, 0), mode="circular")), lambda: (randn(2, 3, 5, 5),)),
@@ -268,7 +270,7 @@ def _written_through_views(x, mask):
     y = x * 2
     y[:, :2] *= 3  # a write through a slice: copy_slices (ScatterElements)
     row = y[1]
-    y.t()[0].add_(1)  # column 0; row, read again after this write: Gather at its positions
+    y.diagonal().add_(1)  # row, read again after this write: Gather at its positions
     y[y > 3] = 0.0  # a one-element boolean-mask fill: Where
     y[:, mask] = -1.0
     return y + 1, row * 1
