@@ -149,14 +149,6 @@ _PASSIVE = frozenset(("CACHE", "NOP", "EXTENDED_ARG", "PUSH_NULL", "PRECALL", "C
                       "LIST_APPEND", "LIST_EXTEND", "MAP_ADD", "DICT_UPDATE"))
 
 
-def _tensors_in(args):
-    for arg in args:
-        if isinstance(arg, Tensor):
-            yield arg
-        elif isinstance(arg, (list, tuple)):
-            yield from _tensors_in(arg)
-
-
 def _mask_fill(op, args, params) -> bool:
     """index_put whose only index array is one boolean mask and whose value has one element (`x[x > 0] = 0`,
     which torch runs as masked_fill_): its result's shape never depends on the mask's values, so the mask can be
@@ -524,7 +516,7 @@ class Tracer:
         results of the graph's ops and inputs that are not leaves requiring grad.  Then it can run in the graph
         before them, as its values are the same (an accuracy `(out.argmax(1) == y).float().mean()` after
         `opt.step()`); a parameter, a .grad or a scaler's scale may have been changed by them (an EMA update)."""
-        for tensor in _tensors_in(args):
+        for _, tensor in flatten_tensors(args, {}):
             if self.stale and id(tensor) in self.stale:
                 return False
             value = self.value_of.get(id(tensor))

@@ -54,3 +54,17 @@ def compare(got: dict, want: dict, rtol: float = 1e-4, atol: float = 1e-5, loose
         elif not np.allclose(a, b, rtol=r, atol=t, equal_nan=True):
             problems.append(f"{key}: max abs err {np.abs(a - b).max():.3g} (scale {np.abs(b).max():.3g})")
     return problems
+
+
+def run_both(program, data, *extra, **kwargs):
+    """`program(lib, data, state, *extra, **kwargs)` in torch, then in ember from the state torch's run left
+    (its initial weights), each after manual_seed(0): (ember's record, torch's record, that state)."""
+    import torch
+
+    import ember
+
+    torch.manual_seed(0)
+    want, state = program(torch, data, None, *extra, **kwargs)
+    ember.manual_seed(0)
+    got, _ = program(ember, data, state, *extra, **kwargs)
+    return got, want, state

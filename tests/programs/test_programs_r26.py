@@ -33,15 +33,7 @@ torch = pytest.importorskip("torch")
 import ember  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _records import _np, compare, record_params, setup  # noqa: E402
-
-
-def run_both(program, data, **kwargs):
-    torch.manual_seed(0)
-    want, state = program(torch, data, None, **kwargs)
-    ember.manual_seed(0)
-    got, _ = program(ember, data, state, **kwargs)
-    return got, want, state
+from _records import _np, compare, record_params, run_both, setup  # noqa: E402
 
 
 def _cast(state, dtype):
