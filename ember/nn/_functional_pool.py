@@ -17,7 +17,7 @@ from .._dispatch import SAVE_RESULT, OpDef, call, quantized_error
 from .._ops import conv as conv_ops
 from .._ops import quantized_ops
 from .._ops._api import not_implemented
-from .._ops._shapes import in_suggested_layout
+from .._ops._shapes import in_suggested_layout, suggested_order
 from .._tensor import Tensor
 from ._functional_conv import _tuple
 
@@ -44,6 +44,18 @@ def _batched(input: Tensor, dims: int, name: str):
     if input.ndim != dims + 2:
         raise RuntimeError(f"{name}: Expected {dims + 1}D or {dims + 2}D input, but got {input.ndim}D")
     return input, False
+
+
+def keep_suggested_layout(result: Tensor, input: Tensor) -> Tensor:
+    """`result` (a composition's NCHW-contiguous output) made channels-last when `input` suggests channels-last, as
+    torch's CPU avg_pool2d, adaptive pool2d and upsample kernels return (torch's suggest_memory_format()); a
+    channels_last model keeps channels_last activations through them."""
+    array = input._data
+    if result.ndim != input.ndim or not hasattr(array, "strides") or suggested_order(array) is None:
+        return result
+    from .. import channels_last, channels_last_3d
+
+    return result.contiguous(memory_format=channels_last if result.ndim == 4 else channels_last_3d)
 
 
 def _check_geometry(name: str, kernel, stride, padding, dilation=None) -> None:
@@ -243,6 +255,8 @@ def _avg_pool(dims, name, input, kernel_size, stride, padding, ceil_mode, count_
     else:
         divisor = _avg_divisor(spatial, kernel, stride, padding, out, count_include_pad)
         result = summed / x.new_tensor(divisor.astype(np.float64)).to(x.dtype)
+    if dims == 2:
+        result = keep_suggested_layout(result, x)
     return result.squeeze(0) if unbatched else result
 
 
@@ -328,6 +342,8 @@ def _adaptive_avg(dims, input, output_size, name):
         result = _avg_pool(dims, name, x, kernel, kernel, 0, False, True, None)
     else:
         result = _adaptive_loop(x, spatial, out, lambda window: window.mean(tuple(range(2, 2 + dims))))
+    if dims == 2:  # (torch's adaptive_avg_pool3d returns contiguous output)
+        result = keep_suggested_layout(result, x)
     return result.squeeze(0) if unbatched else result
 
 
@@ -381,6 +397,8 @@ def _adaptive_max(dims, input, output_size, return_indices, name):
     indices = candidates.unsqueeze(0).unsqueeze(0).expand(n, c, -1, -1).gather(3, arg.unsqueeze(-1)).squeeze(-1)
     values = values.reshape((n, c) + tuple(out))
     indices = indices.reshape((n, c) + tuple(out))
+    if dims == 2:  # (torch's adaptive_max_pool3d returns contiguous output)
+        values, indices = keep_suggested_layout(values, x), keep_suggested_layout(indices, x)
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return (values, indices) if return_indices else values

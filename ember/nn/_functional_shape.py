@@ -14,6 +14,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._autograd.node import name_node
 from .._tensor import Tensor
+from ._functional_pool import keep_suggested_layout
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
@@ -414,7 +415,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 result = _resample_dim_uint8(result, dim, weights)
             else:
                 result = _resample_dim(result, dim, weights)
-        return result
+        return keep_suggested_layout(result, input)
     result = input
     for i in range(dims):
         scale = scales[i] if scales is not None else None
@@ -430,7 +431,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
                                       f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
                                       f"area | nearest-exact (got {mode})")
-    return result
+    return keep_suggested_layout(result, input)  # torch's upsample kernels keep a channels-last input's layout
 
 
 def _warn_upsample(name: str) -> None:

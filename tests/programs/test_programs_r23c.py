@@ -1357,18 +1357,43 @@ def test_conv_and_max_pool_keep_channels_last_like_torch():
                           torch.nn.functional.max_pool2d(torch.from_numpy(x.numpy()), 2))
 
 
-@pytest.mark.xfail(strict=True, reason="avg_pool2d, the adaptive pools and interpolate are compositions in ember "
-                                       "and return NCHW-contiguous results for channels-last inputs; torch keeps "
-                                       "channels-last (values agree; only strides differ)")
 def test_composite_pools_and_interpolate_keep_channels_last_like_torch():
-    def build(lib, x):
-        F = lib.nn.functional
-        return {"avg_pool": F.avg_pool2d(x, 2), "adaptive_avg": F.adaptive_avg_pool2d(x, 3),
-                "adaptive_max": F.adaptive_max_pool2d(x, 3), "bilinear": F.interpolate(x, scale_factor=2,
-                                                                                       mode="bilinear")}
+    """avg_pool2d, the adaptive 2-d pools and interpolate are compositions in ember; torch's kernels return
+    channels-last results for a channels-last input (its 3-d pools do not), so ember lays the composition's
+    result out as torch's suggest_memory_format() says (nn/_functional_pool.py:keep_suggested_layout).  An
+    NCHW input stays NCHW, and the values agree with torch's."""
+    data = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
 
-    got, want = _channels_last_flags(ember, build), _channels_last_flags(torch, build)
-    assert got == want
+    def build(lib, layout):
+        F = lib.nn.functional
+        x = lib.tensor(data).to(memory_format=layout(lib))
+        x3 = x.unsqueeze(2).expand(-1, -1, 4, -1, -1)
+        x3 = x3.contiguous(memory_format=lib.channels_last_3d if layout(lib) is lib.channels_last
+                           else lib.contiguous_format)
+        values, indices = F.adaptive_max_pool2d(x, 3, return_indices=True)
+        outputs = {"avg_pool": F.avg_pool2d(x, 2), "avg_pool_padded": F.avg_pool2d(x, 3, 2, 1),
+                   "adaptive_avg": F.adaptive_avg_pool2d(x, 3), "adaptive_avg_even": F.adaptive_avg_pool2d(x, 4),
+                   "adaptive_max": values, "adaptive_max_indices": indices, "lp_pool": F.lp_pool2d(x, 2, 2),
+                   "avg_pool3d": F.avg_pool3d(x3, 2), "adaptive_avg3d": F.adaptive_avg_pool3d(x3, 3),
+                   "trilinear": F.interpolate(x3, scale_factor=2, mode="trilinear"),
+                   "nearest3d": F.interpolate(x3, size=(3, 5, 7), mode="nearest"),
+                   "antialias": F.interpolate(x, size=(5, 3), mode="bilinear", antialias=True),
+                   "uint8_nearest": F.interpolate((x * 40 + 100).to(lib.uint8), scale_factor=2)}
+        for mode in ("nearest", "bilinear", "bicubic", "nearest-exact", "area"):
+            outputs[mode] = F.interpolate(x, scale_factor=2, mode=mode)
+            outputs[mode + "_down"] = F.interpolate(x, size=(5, 3), mode=mode)
+        return outputs
+
+    def flags(outputs, lib):
+        return {name: t.is_contiguous(memory_format=lib.channels_last if t.ndim == 4 else lib.channels_last_3d)
+                for name, t in outputs.items()}
+
+    for layout in (lambda lib: lib.channels_last, lambda lib: lib.contiguous_format):
+        mine, theirs = build(ember, layout), build(torch, layout)
+        assert flags(mine, ember) == flags(theirs, torch)
+        for name in mine:
+            np.testing.assert_allclose(_np(mine[name]).astype(np.float64), _np(theirs[name]).astype(np.float64),
+                                       rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 def test_bfloat16_max_pool_matches_torch():
