@@ -77,6 +77,7 @@ class BackwardCFunction(Node, FunctionCtx):
         self._output_meta = ()  # per forward output: (shape, dtype, device) for tensors, else None
         self._input_meta = ()  # per tensor input: (shape, dtype) where it needs grad, else None
         self._is_tensor_input = ()  # per forward argument
+        self._jvp_inputs = None  # inside a forward-mode torch.func transform: the tensor inputs' (shape, dtype, device)
 
     @property
     def num_outputs(self) -> int:
@@ -117,6 +118,8 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
                                "should only implement one of them.")
         user_fn = vjp_fn if vjp_fn is not Function.vjp else backward_fn
+        if self._jvp_inputs is not None:  # made inside a forward-mode torch.func transform
+            user_fn = functools.partial(_transposed_jvp, forward_cls)
         result = user_fn(self, *grads)
         return self._check_gradients(result)
 
@@ -289,6 +292,57 @@ def _check_transforms(cls, uses_setup_context: bool) -> None:
                                   "with forward mode AD.")
 
 
+def _innermost_transform_is_forward() -> bool:
+    from ..func._levels import _running
+
+    return bool(_running) and _running[-1].forward
+
+
+def _transposed_jvp(cls, ctx, *grads):
+    """The backward of a custom Function applied inside a forward-mode torch.func transform (jvp, jacfwd,
+    linearize).  ember computes those by reverse passes (the double-vjp trick, func/_forward.py), which would run
+    the user's backward; torch's forward mode runs the Function's jvp instead.  So here backward is the transpose
+    of jvp: J^T u, the vjp of the linear map t -> jvp(ctx, t) at the cotangents u, kept differentiable in u,
+    and the transform's J t is then the jvp's own (a jvp that is not the backward's transpose shows it).  During
+    jvp, ctx.saved_tensors gives the save_for_forward tensors, as in ember.autograd.forward_ad."""
+    from .. import autograd, zeros
+    from .grad_mode import enable_grad
+
+    create_graph = state.enabled  # the transform's first reverse pass records its graph (create_graph=True)
+    tangents, leaves, metas = [], [], iter(ctx._jvp_inputs)
+    with enable_grad():
+        for is_tensor, needs_grad in zip(ctx._is_tensor_input, ctx.needs_input_grad):
+            if not is_tensor:
+                tangents.append(None)
+                continue
+            shape, dtype, device = next(metas)
+            tangent = zeros(shape, dtype=dtype, device=device)
+            if needs_grad:
+                tangent.requires_grad_()
+                leaves.append(tangent)
+            tangents.append(tangent)
+        saved, released = ctx._saved_values, ctx._released
+        forward_saved = getattr(ctx, "saved_for_forward", None)
+        if forward_saved is not None:
+            ctx._saved_values = [(t, 0 if t is None else t._version, False) for t in forward_saved]
+            ctx._released = False
+        try:
+            products = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._saved_values, ctx._released = saved, released
+    if not isinstance(products, tuple):
+        products = tuple(products) if isinstance(products, list) else (products,)
+    if len(products) != len(grads):
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(grads)} "
+                           f"but got {len(products)})")
+    pairs = [(p, g) for p, g in zip(products, grads)
+             if p is not None and g is not None and getattr(p, "requires_grad", False)]
+    found = iter(autograd.grad([p for p, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True,
+                               create_graph=create_graph) if pairs and leaves else [None] * len(leaves))
+    return tuple((next(found) if needs_grad else None) if is_tensor else None
+                 for is_tensor, needs_grad in zip(ctx._is_tensor_input, ctx.needs_input_grad))
+
+
 def _defined_names(cls) -> set:
     """Attribute names a Function subclass (or a base between it and Function) defines."""
     names: set = set()
@@ -314,6 +368,8 @@ def _apply(cls, args: tuple, kwargs: dict, uses_setup_context: bool):
     tensors = [a for a, flag in zip(args, is_tensor) if flag]
     ctx = cls._backward_cls()
     ctx.needs_input_grad = tuple(flag and a.requires_grad for a, flag in zip(args, is_tensor))
+    if _innermost_transform_is_forward():
+        ctx._jvp_inputs = tuple((t._data.shape, t._dtype, t._device) for t in tensors)
     ctx._is_tensor_input = is_tensor
     executable = state.enabled and any(t.requires_grad for t in tensors)
     if executable:  # edges before forward: an in-place forward must not see its own effect

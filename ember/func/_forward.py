@@ -1,10 +1,13 @@
 """torch.func's forward-mode transforms, jvp and linearize, by the double-vjp trick.
 
-ember has no dual numbers (no ember.autograd.forward_ad), so a Jacobian-vector product is computed with two
-reverse passes: for outputs y = f(x) and a dummy cotangent u (zeros that require grad),
-g(u) = J^T u = vjp(u) is linear in u, and the vjp of g with respect to u, applied to the tangent t, is
+These transforms do not use ember.autograd.forward_ad's dual tensors: a Jacobian-vector product is computed
+with two reverse passes, which every op with a differentiable backward supports: for outputs y = f(x) and a
+dummy cotangent u (zeros that require grad), g(u) = J^T u = vjp(u) is linear in u, and the vjp of g with
+respect to u, applied to the tangent t, is
 (J^T)^T t = J t.  This needs every op of f to have a differentiable backward (ember's backward formulas are
-written with ember ops, so create_graph works through them); the values are exactly the jvp's.
+written with ember ops, so create_graph works through them); the values are exactly the jvp's.  A custom
+autograd.Function inside these transforms runs its jvp staticmethod as torch's forward mode does: its backward
+there is the transpose of the jvp (_autograd/function.py:_transposed_jvp).
 """
 
 from __future__ import annotations

@@ -1049,11 +1049,11 @@ def test_custom_function_under_func_transforms_raises_like_torch(case):
     _assert_same_outcome(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="ember.func.jvp / jacfwd compute tangents by reverse mode (a double vjp, "
-                   "ember/func/_forward.py:jvp and _transforms.py:_jacobian), so a custom Function's own jvp "
-                   "staticmethod is never called; torch's forward-mode transforms use it (ember.autograd.forward_ad "
-                   "does call it)")
 def test_func_jvp_uses_custom_function_jvp_like_torch():
+    """torch's forward-mode transforms run a custom Function's jvp staticmethod; ember's compute them by reverse
+    passes (the double-vjp trick), where the Function's backward is then the transpose of its jvp
+    (_autograd/function.py:_transposed_jvp).  The jvp here is deliberately not the backward's transpose, so the
+    two modes are told apart."""
     def fn(lib):
         class Scale(lib.autograd.Function):
             generate_vmap_rule = True
@@ -1076,5 +1076,67 @@ def test_func_jvp_uses_custom_function_jvp_like_torch():
 
         x = lib.ones(2)
         return lib.cat([lib.func.jvp(Scale.apply, (x,), (x,))[1], lib.func.jacfwd(Scale.apply)(x).flatten()])
+
+    _assert_same_outcome(fn)
+
+
+@pytest.mark.parametrize("case", ["jvp", "jvp_second_tangent_zero", "jacfwd_both", "linearize", "jacrev_of_jacfwd",
+                                  "jacfwd_of_jacrev", "jvp_of_grad", "plain_backward"])
+def test_func_forward_transforms_use_a_two_input_custom_jvp_like_torch(case):
+    """A Function of two tensors and a float, whose jvp reads ctx.save_for_forward tensors and is not the
+    backward's transpose: each forward-mode transform (alone, nested with reverse ones, and a plain backward
+    after them) gives torch's numbers."""
+    def fn(lib):
+        class Mix(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x, y, scale):
+                return x * y * scale
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, y, scale = inputs
+                ctx.save_for_backward(x, y)
+                ctx.save_for_forward(x, y)
+                ctx.scale = scale
+
+            @staticmethod
+            def backward(ctx, g):
+                x, y = ctx.saved_tensors
+                return g * y * ctx.scale, g * x * ctx.scale, None
+
+            @staticmethod
+            def jvp(ctx, tx, ty, _):  # x ty + 2 y tx: deliberately not the backward's transpose
+                x, y = ctx.saved_tensors
+                return (x * ty + 2 * y * tx) * ctx.scale
+
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64)
+        y = lib.tensor([1.5, 0.25, -3.0], dtype=lib.float64)
+        tx, ty = lib.tensor([1.0, 2.0, -1.0], dtype=lib.float64), lib.tensor([0.5, -2.0, 4.0], dtype=lib.float64)
+        func = lib.func
+
+        def f(a, b):
+            return Mix.apply(a * a, b, 1.5)
+
+        if case == "jvp":
+            return lib.cat(func.jvp(f, (x, y), (tx, ty)))
+        if case == "jvp_second_tangent_zero":
+            return func.jvp(f, (x, y), (tx, lib.zeros_like(ty)))[1]
+        if case == "jacfwd_both":
+            return lib.cat([j.flatten() for j in func.jacfwd(f, argnums=(0, 1))(x, y)])
+        if case == "linearize":
+            out, lin = func.linearize(f, x, y)
+            return lib.cat([out, lin(tx, ty), lin(ty, tx)])
+        if case == "jacrev_of_jacfwd":
+            return func.jacrev(lambda a: func.jacfwd(f)(a, y).sum(0))(x).flatten()
+        if case == "jacfwd_of_jacrev":
+            return func.jacfwd(lambda a: func.jacrev(f)(a, y).sum(0))(x).flatten()
+        if case == "jvp_of_grad":
+            return func.jvp(func.grad(lambda a: f(a, y).sum()), (x,), (tx,))[1]
+        xr = x.clone().requires_grad_()
+        func.jvp(f, (x, y), (tx, ty))
+        f(xr, y).sum().backward()
+        return xr.grad
 
     _assert_same_outcome(fn)
