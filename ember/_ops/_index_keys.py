@@ -96,6 +96,9 @@ def _warn_uint8_index() -> None:
 def _index_array(item):
     """An integer/boolean tensor, list or NumPy array as a NumPy int64 or bool array (IndexError otherwise)."""
     if isinstance(item, Tensor):
+        under_vmap = getattr(_dispatch.forward_ad, "index_tensor", None)  # (ember/func/_batching.py)
+        if under_vmap is not None:
+            under_vmap(item, item._dtype in (dt.bool_, dt.uint8))
         if item._dtype in (dt.bool_, dt.uint8):
             if item._dtype is dt.uint8:
                 _warn_uint8_index()

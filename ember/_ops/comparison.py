@@ -6,6 +6,7 @@ the out=/in-place variants are elementwise's: none of these has a gradient excep
 
 from __future__ import annotations
 
+from .. import _dispatch
 from .. import _dtype as dt
 from .._dispatch import OpDef, call, compare, promote
 from .._tensor import SCALAR_NAMES, Tensor
@@ -154,11 +155,20 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     return logical_or(close, logical_and(isfinite(actual_error), le(actual_error, allowed_error)))
 
 
+def _refuse_under_vmap(name: str, *tensors) -> None:
+    """Under vmap (ember/func/_batching.py) these reductions to a Python bool raise for batched tensors, as
+    torch's do."""
+    refuse = getattr(_dispatch.forward_ad, "refuse_batched", None)
+    if refuse is not None:
+        refuse(name, *tensors)
+
+
 @export
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of input is close to other's (see isclose), as a Python bool."""
     _tensor_argument("allclose", "input", 1, input)
     _tensor_argument("allclose", "other", 2, other)
+    _refuse_under_vmap("allclose", input, other)
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
@@ -167,6 +177,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     """True when both have the same shape and equal elements (after type promotion; nan is never equal)."""
     _tensor_argument("equal", "input", 1, input)
     _tensor_argument("equal", "other", 2, other)
+    _refuse_under_vmap("equal", input, other)
     if input._qparams is not None:
         return _quantized_equal(input, other)
     if input.shape != other.shape:

@@ -281,6 +281,10 @@ def _factory(size, dtype, device, requires_grad, out, generator, how: tuple) -> 
     if device.type == "meta":
         array = MetaArray(size, dtype.np_dtype)
     else:
+        if generator is not None:  # vmap's randomness="error" check (func/_batching.py): no op is dispatched here
+            check = getattr(_dispatch.forward_ad, "explicit_draw", None)
+            if check is not None:
+                check()
         source = _generator_for(generator, device)
         if traced:
             tracer.drawing = True  # a draw the capture records (Tracer.random_factory), not an untraced one

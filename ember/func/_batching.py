@@ -9,9 +9,12 @@ rules do).  With the marks, vmap raises where torch raises:
 * a batched value written in place into a tensor that is not batched at that level (`y.add_(x)`,
   `z[0] = x`, `z.copy_(x)`), or an out= result that is batched;
 * `.item()`, `bool()`, `float()`, `.tolist()`, `.numpy()` of a batched tensor;
-* an op whose result shape depends on values (nonzero, unique, boolean masks) on a batched tensor;
-* a random op given a batched tensor under randomness="same", and any random op dispatched with an
-  explicit generator under randomness="error";
+* an op whose result shape depends on values (nonzero, unique) on a batched tensor, and indexing with a
+  batched boolean mask (an indexing key's tensors are reported by _ops/_index_keys.py before they become NumPy
+  indices: `index_tensor`); a batched index written into a tensor that is not batched;
+* allclose / equal of a batched tensor (`refuse_batched`);
+* a random op given a batched tensor under randomness="same", and any random op with an explicit generator
+  under randomness="error" (factories report it: `explicit_draw`);
 * out_dims=None for an output that is batched.
 
 Marks are kept by a stand-in for `ember._dispatch.forward_ad`, the hook every op call already ends with
@@ -80,6 +83,14 @@ DYNAMIC_ERROR = (
     "vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
     "aten::{name}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature."
 )
+MASK_ERROR = ("vmap: We do not support batching operators that can support dynamic shape. Attempting to batch "
+              "over indexing with a boolean mask.")
+INDEX_PUT_ERROR = INPLACE_ERROR.replace("inplace arithmetic", "index_put_")
+UNSUPPORTED_ERRORS = {  # functions torch's vmap refuses on batched tensors (no batching rule, no fallback)
+    "allclose": "vmap over ember.allclose isn't supported yet. Please file an issue at "
+                "https://github.com/pytorch/pytorch/issues if you need this feature.",
+    "equal": "Batching rule not implemented for aten::equal. We could not generate a fallback.",
+}
 BATCH_NORM_ERROR = (
     "Batch norm got a batched tensor as input while the running_mean or running_var, which will be updated in "
     "place, were not batched.\nIf you are using a module and do not need eval mode, please set "
@@ -189,6 +200,7 @@ class BatchTracker:
         self.randomness = randomness
         self.saved = None
         self.ad = None
+        self.key_levels = _EMPTY  # an indexing key's batched tensors, for the index op dispatched next
 
     def __enter__(self) -> BatchTracker:
         self.saved = _dispatch.forward_ad
@@ -206,6 +218,11 @@ class BatchTracker:
         levels = _running(_operand_levels(args))
         if "generator" in params:
             self._check_random(levels, params)
+        key_levels, self.key_levels = self.key_levels, _EMPTY
+        if key_levels and op.name in ("index", "index_put"):
+            if op.name == "index_put" and not key_levels <= levels_of(args[0]) and _user_writes():
+                raise RuntimeError(INDEX_PUT_ERROR)
+            levels = levels | key_levels  # (the result is batched wherever its index is)
         if levels:
             if op.name in _DYNAMIC and op.data_dependent and _user_calls(_DYNAMIC):
                 raise RuntimeError(DYNAMIC_ERROR.format(name=_DYNAMIC[op.name](params)))
@@ -217,6 +234,31 @@ class BatchTracker:
                         mark(result, levels)
         if self.ad is not None:
             self.ad.propagate(op, args, params, results)
+
+    def index_tensor(self, tensor, mask: bool) -> None:
+        """An indexing key's tensor, about to become a NumPy index (_ops/_index_keys.py), so that the index op
+        dispatched next would not see it: a batched boolean mask has a per-sample count (torch refuses it); a
+        batched index makes the op's result batched (propagate), and writing through it into a tensor that is
+        not batched writes each sample's positions into one tensor (torch refuses that too)."""
+        levels = _running(levels_of(tensor))
+        if not levels:
+            return
+        if mask and _user_calls(("getitem", "setitem", "__getitem__", "__setitem__")):
+            raise RuntimeError(MASK_ERROR)
+        self.key_levels = self.key_levels | levels
+
+    def refuse_batched(self, name: str, *tensors) -> None:
+        """allclose / equal, called by the user on a batched tensor: torch's vmap has no rule for them."""
+        if any(_running(levels_of(t)) for t in tensors) and _user_calls((name,)):
+            raise RuntimeError(UNSUPPORTED_ERRORS[name])
+
+    def explicit_draw(self) -> None:
+        """A random factory drawing from a user's generator (it makes its tensor without a dispatched op, so
+        propagate does not see it): refused under randomness="error", as every random op is."""
+        if self.randomness == "error":
+            from ._randomness import RANDOM_ERROR
+
+            raise RuntimeError(RANDOM_ERROR)
 
     def _check_random(self, levels: frozenset, params) -> None:
         """torch's checks on a random op inside vmap, for the innermost level (whose flag applies)."""
