@@ -79,7 +79,9 @@ def solve_triangular_samples(dtype, rng):
         Sample((_lower((1, 1), dtype, rng), _rhs((1, 0), dtype, rng)), {"upper": False}),
         # n > 64: the blocked substitution (NOTE [ Triangular solves without LAPACK's trsm ])
         Sample((_lower((70, 70), dtype, rng), _rhs((2, 70, 3), dtype, rng)), {"upper": False}, grad=False),
-        Sample((_upper((70, 70), dtype, rng), _rhs((5, 70), dtype, rng)),
+        # (a unit diagonal with O(1) entries above it is ill-conditioned at n = 70: scaled, float32's rounding in
+        # two correct solvers stays within the tolerance)
+        Sample((_upper((70, 70), dtype, rng) / 70, _rhs((5, 70), dtype, rng)),
                {"upper": True, "left": False, "unitriangular": True}, grad=False),
     ]
     return samples
