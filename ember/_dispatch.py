@@ -244,6 +244,10 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
     """Run one op call through the one dispatch path; see the module docstring."""
     if profiler is not None:
         return profiler(op, args, params)
+    if tracer is not None and getattr(tracer, "scalars", None) is not None:
+        split = tracer.scalars.split(args, params)
+        if split is not None:  # a float argument's stand-in (ember/_compile/scalars.py): recorded as a marker
+            return _call_with_stand_ins(op, args, params, split)
     if inplace_target is not None and _write_in_place(op, args, params):
         return args[0]
     if autocast is not None:
@@ -287,6 +291,20 @@ def call(op: OpDef, args: tuple, params: dict = EMPTY):
         forward_ad.propagate(op, args, params, results)
     if tracer is not None:
         tracer.record(op, args, params, results)
+    return results
+
+
+def _call_with_stand_ins(op: OpDef, args: tuple, params: dict, split: tuple):
+    """The op runs on the plain numbers and the tracer's record takes the markers (tracer.scalars.pending).  (Its
+    autograd node saves the plain numbers: a backward() in the function is replayed as an action around the
+    graph, on the replay's own autograd nodes, made with each call's values.)"""
+    plain_args, plain_params, marked_args, marked_params = split
+    pending = tracer.scalars.pending
+    pending.append((op, marked_args, marked_params))
+    try:
+        results = call(op, plain_args, plain_params)
+    finally:
+        pending.pop()
     return results
 
 

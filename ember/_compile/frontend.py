@@ -15,6 +15,7 @@ run-time arguments, so a new size costs a trace, never a C compile) up to config
 
 from __future__ import annotations
 
+import ast
 import functools
 import warnings
 import weakref
@@ -25,7 +26,7 @@ from .. import _dispatch, _torch_function
 from .. import _dtype as dt
 from .._autograd.grad_mode import state
 from .._tensor import Tensor
-from . import codegen, pyguards, symbolic
+from . import codegen, pyguards, scalars, symbolic
 from .config import config
 from .graph import Node, map_structure
 from .runtime import CompiledGraph
@@ -124,11 +125,14 @@ class _Entry:
         return True
 
     chains = None  # a capture split at reads: [_Chain], most recently used first
+    scalar_paths = None  # the float arguments the graph reads at each call (scalars.py)
 
     def __call__(self, args, kwargs):
         tensors = _unique_tensors(args, kwargs)
         if self.chains is not None:
             return self.run_chains(tensors)
+        if self.scalar_paths is not None:
+            self.compiled.graph.scalar_cell[0] = scalars.read(args, kwargs, self.scalar_paths)
         actions = self.actions
         for action in actions:  # the prologue (optimizer.zero_grad() before the ops: Tracer.take_action)
             if not action.after:
@@ -247,6 +251,8 @@ class CompiledFunction:
         self.graph_breaks: list[BreakReason] = []
         self.generic: list = []  # (key pattern, entry): size-generic graphs (symbolic.py)
         self.dynamic_status = ""  # why the last shape change did or did not give a size-generic graph
+        self.scalar_generic: list = []  # (key positions, key, entry): graphs for every value of float arguments
+        self.scalar_status = ""  # why the last float-argument change did or did not give such a graph
         self.captures = 0
         self.validations = 0  # first calls of new sizes traced to check they fit a size-generic graph
         # A bound method of an object that names the tensors it reads (Optimizer.step: params, grads, state) gets
@@ -462,6 +468,10 @@ class CompiledFunction:
             del self.cache[key]
             reason, shape_only = ("a parameter or closure tensor changed shape, dtype, requires_grad or layout, or a "
                                   ".grad read became None or appeared"), False
+        if self.scalar_generic and not self.gave_up:
+            for positions, pattern, scalar_entry in self.scalar_generic:
+                if _fits(pattern, positions, key) and scalar_entry.externals_ok():
+                    return self._run_scalar_generic(scalar_entry, args, kwargs)
         if self.generic and self.dynamic is not False and not self.gave_up:
             for pattern, generic_entry in reversed(self.generic):  # (the newest: a refit, see _validate)
                 env = symbolic.match(pattern, key)
@@ -472,10 +482,12 @@ class CompiledFunction:
         key, labels = self._walk(args, kwargs, True)
         if reason is None and self.cache:
             reason, shape_only = self._failed_guard(key, labels)
-        previous = None
+        previous = scalar = None
         if reason is not None and shape_only and self.dynamic is not False:
             newest = next(reversed(self.cache))
             previous = (newest, self.cache[newest])
+        elif reason is not None and self.dynamic is not False and not self.scalar_status:
+            scalar = self._scalar_miss(key, labels)
         if reason is not None:
             counts = not (shape_only and self.dynamic is not False)
             self.recompiles += counts
@@ -494,7 +506,69 @@ class CompiledFunction:
                     "It runs eagerly for new inputs from now on (ember.compiler.reset() to start over).",
                     RuntimeWarning, stacklevel=2)
                 return self._eager(args, kwargs)
+        if scalar is not None:
+            return self._capture_scalar_generic(key, labels, args, kwargs, scalar)
         return self._capture(key, labels, args, kwargs, previous)
+
+    def _scalar_miss(self, key, labels):
+        """(the newest key, its entry, key positions, argument paths) when this call differs from the newest
+        capture only in the values of float arguments (args[i] or kwargs[name]), else None."""
+        if not self.cache:
+            return None
+        newest = next(reversed(self.cache))
+        entry = self.cache[newest]
+        if len(newest) != len(key) or getattr(entry, "signature", None) is None or entry.scalar_paths is not None:
+            return None
+        positions, paths = [], []
+        for position, (label, old, new) in enumerate(zip(labels, newest, key)):
+            if old == new:
+                continue
+            path = _argument_path(label)
+            if path is None or type(old) is not tuple or old[0] is not float or new[0] is not float:
+                return None
+            positions.append(position)
+            paths.append(path)
+        return (newest, entry, tuple(positions), tuple(paths)) if positions else None
+
+    def _capture_scalar_generic(self, key, labels, args, kwargs, scalar):
+        """Capture with the float arguments as stand-ins (scalars.py); if Python only did arithmetic on them
+        and the graph is the previous capture's with them bound, keep it for every value of them."""
+        old_key, old_entry, positions, paths = scalar
+        entry_mode = state.enabled
+        usage = scalars.Usage()
+        tracer, result, ok = self._trace(args, kwargs, scalar_usage=(usage, paths))
+        result = self._store(tracer, result, ok, key, labels, entry_mode, args=args, kwargs=kwargs)
+        entry = self.cache.get(key)
+        try:
+            if usage.reason is not None:
+                raise symbolic.NotGeneric(usage.reason)
+            if entry is None or entry.eager or entry.chains is not None:
+                raise symbolic.NotGeneric("the capture did not give one graph")
+            if not any(getattr(node, "scalar_bound", False) for node in entry.compiled.graph.nodes):
+                raise symbolic.NotGeneric("no op read them")
+            if getattr(entry.compiled.graph, "generic", False):
+                raise symbolic.NotGeneric("the graph is size-generic too")
+            old_env = tuple(old_key[position][1] for position in positions)
+            scalars.generalize(old_entry.signature, entry.signature, old_env)
+        except symbolic.NotGeneric as why:
+            self.scalar_status = f"specialised on float arguments ({why}): a graph per value"
+            codegen.log("recompiles", f"{self.__name__}: {self.scalar_status}", self.options)
+            return scalars.plain(result)  # (its graph binds its markers to this call's values: kept for them)
+        entry.scalar_paths = paths
+        self.scalar_generic.append((positions, key, entry))
+        self.scalar_status = f"one graph for every value of {', '.join(_path_text(p) for p in paths)}"
+        codegen.log("recompiles", f"{self.__name__}: {self.scalar_status}", self.options)
+        return scalars.plain(result)
+
+    def _run_scalar_generic(self, entry, args, kwargs):
+        try:
+            return entry(args, kwargs)
+        except scalars.ShapeChanged as why:
+            self.scalar_generic = [item for item in self.scalar_generic if item[2] is not entry]
+            self.cache = {k: e for k, e in self.cache.items() if e is not entry}
+            self.scalar_status = f"specialised on float arguments ({why}): a graph per value"
+            codegen.log("recompiles", f"{self.__name__}: {self.scalar_status}", self.options)
+            return self._call(args, kwargs)
 
     def _recapture_chain(self, key, entry, args, kwargs):
         """No chain of this guard set read the same values: capture the path this call takes."""
@@ -551,7 +625,7 @@ class CompiledFunction:
         return self._store(tracer, result, ok, key, labels, state.enabled, previous=previous, args=args,
                            kwargs=kwargs)
 
-    def _trace(self, args, kwargs, validating=False):
+    def _trace(self, args, kwargs, validating=False, scalar_usage=None):
         if not validating:
             self.captures += 1
         tracer = Tracer(fullgraph=self.fullgraph)
@@ -564,9 +638,20 @@ class CompiledFunction:
         plain = self._bound is not None and pyguards._training_state(self._bound) is None
         effects = pyguards.SideEffects(args, kwargs, modules + ([self._bound] if plain else []), lifted=self.module)
         entry_mode = state.enabled
+        called_args, called_kwargs = args, kwargs
+        if scalar_usage is not None:  # float arguments as stand-ins (scalars.py)
+            tracer.scalars = scalar_usage[0]
+            called_args, called_kwargs = scalars.wrap(args, kwargs, scalar_usage[1], scalar_usage[0])
         with tracer, pyguards.Watcher(self._functions) as watcher:
             tracer.bind_inputs(args, kwargs)
-            result = self._eager(args, kwargs)
+            try:
+                result = self._eager(called_args, called_kwargs)
+            finally:
+                if scalar_usage is not None:
+                    scalar_usage[0].active = False
+        if scalar_usage is not None:  # each graph binds its markers to the call's values (this one's, at first)
+            for graph in tracer.graphs:
+                graph.scalar_cell = [scalars.read(args, kwargs, scalar_usage[1])]
         if state.enabled != entry_mode:  # set_grad_enabled() inside: the replay leaves the mode as eager does
             tracer.graphs[-1].exit_grad_enabled = state.enabled
         tracer.new_globals = {k: v for k, v in watcher.found.items() if k not in self.watched}
@@ -597,6 +682,10 @@ class CompiledFunction:
         if tracer.actions:  # the losses backward() ran on: extra outputs, for the replayed epilogue
             result = (result, tuple(tracer.action_operands))
         ok = tracer.finish(result)
+        if scalar_usage is not None:  # (a returned stand-in is returned as the number it was at this call)
+            for graph in tracer.graphs:
+                if graph.output is not None:
+                    graph.output.structure = scalars.plain(graph.output.structure)
         if tracer.actions:
             result = result[0]
         if tracer.attribute_writes:
@@ -840,6 +929,34 @@ class CompiledFunction:
 
 
 _SAMPLES = 6  # captures kept per size-generic graph for refits (their signatures hold their graphs)
+
+
+def _argument_path(label: str):
+    """("args", i) or ("kwargs", name) for a guard label on a top-level Python-number argument, else None."""
+    head, _, _ = label.partition(" == ")
+    if head.startswith("args[") and head.endswith("]") and head[5:-1].isdigit():
+        return ("args", int(head[5:-1]))
+    if head.startswith("kwargs[") and head.endswith("]"):
+        try:
+            name = ast.literal_eval(head[7:-1])
+        except (ValueError, SyntaxError):
+            return None
+        return ("kwargs", name) if isinstance(name, str) else None
+    return None
+
+
+def _path_text(path) -> str:
+    return f"args[{path[1]}]" if path[0] == "args" else f"kwargs[{path[1]!r}]"
+
+
+def _fits(pattern: tuple, positions: tuple, key: tuple) -> bool:
+    """Whether `key` is the scalar-generic graph's key with other values of its float arguments."""
+    if len(pattern) != len(key):
+        return False
+    for position, (expected, actual) in enumerate(zip(pattern, key)):
+        if expected != actual and not (position in positions and type(actual) is tuple and actual[0] is float):
+            return False
+    return True
 
 
 def _externals(graphs) -> tuple:

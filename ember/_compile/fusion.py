@@ -105,7 +105,8 @@ def _tensor_args(node):
 
 def kind_of(node: Node):
     """'pointwise', 'reduce', 'composite' or None (not lowerable)."""
-    if node.kind != "call" or node.symbolic_args is not None:  # (an int operand bound per call: not C text)
+    if node.kind != "call" or node.symbolic_args is not None or getattr(node, "scalar_bound", False):
+        # (an int operand or a float argument, bound per call: not C text)
         return None
     op = node.op
     out = node.results

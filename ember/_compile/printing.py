@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .graph import Graph, Value, iter_values
-from .symbolic import Batch
+from .symbolic import Batch, Scalar
 
 
 def _literal(value) -> str:
@@ -25,7 +25,8 @@ def _arg_text(arg, namespace: dict | None = None) -> str:
     literal (a dtype, a device, an object) is passed by reference, as a global named for it."""
     if isinstance(arg, Value):
         return arg.name
-    if isinstance(arg, Batch):  # a size-generic graph's int operand: this call's value (symbolic.py)
+    if isinstance(arg, (Batch, Scalar)):  # a size-generic graph's int operand, a float argument's expression:
+        # this call's value (symbolic.py, scalars.py)
         if namespace is None:
             return repr(arg)
         name = f"const_{len([k for k in namespace if k.startswith('const_')])}"
@@ -143,10 +144,17 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
                 params = f", _fill({params[2:]}, ({index_values},))"
             targets = ", ".join(v.name for v in node.results) + ("," if node.op.outputs > 1 and len(node.results) == 1
                                                                   else "")
+            call = f"_call(op_{node.name}, {args}{params})"
+            if getattr(node, "scalar_bound", False):  # a float argument's node: its shape must be the captured one
+                from .scalars import check_shapes
+
+                namespace["_check_shapes"] = check_shapes
+                namespace[f"shapes_{node.name}"] = tuple(tuple(v.shape) for v in node.results)
+                call = f"_check_shapes({call}, shapes_{node.name})"
             if node.op.outputs > 1 and len(node.results) > 1:
-                body.append(f"{targets} = _call(op_{node.name}, {args}{params})")
+                body.append(f"{targets} = {call}")
             else:
-                body.append(f"{node.results[0].name} = _call(op_{node.name}, {args}{params})")
+                body.append(f"{node.results[0].name} = {call}")
         elif node.kind == "detach":
             body.append(f"{node.results[0].name} = {node.args[0].name}.detach()")
     for target, new, grad_enabled in getattr(graph, "mutations", ()):
@@ -160,6 +168,13 @@ def runner_source(graph: Graph) -> tuple[str, dict]:
         body.insert(0, f"B = ({sizes})")
         from .symbolic import bind
 
+        namespace["_bind"] = bind
+    cell = getattr(graph, "scalar_cell", None)
+    if cell is not None:  # a graph for every value of its float arguments: this call's values (scalars.py)
+        body.insert(0, "B = _scalar_cell[0]")
+        from .symbolic import bind
+
+        namespace["_scalar_cell"] = cell
         namespace["_bind"] = bind
     outputs = list(iter_values(graph.output.structure)) if graph.output is not None else []
     body.append(f"return ({''.join(v.name + ', ' for v in outputs)})")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 
 import numpy as np
 
@@ -83,6 +84,58 @@ class Batch:
         return hash(("Batch", self.m, self.powers, self.offset, self.divisor, self.factors))
 
 
+_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "pow": operator.pow,
+}
+_UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs}
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
+
+
+def format_expr(expr) -> str:
+    if type(expr) is not tuple:
+        return repr(expr)
+    head = expr[0]
+    if head == "arg":
+        return f"s{expr[1]}"
+    if head in _UNARY:
+        return {"neg": "-", "pos": "+"}.get(head, "abs") + f"({format_expr(expr[1])})"
+    return f"({format_expr(expr[1])} {_SYMBOLS[head]} {format_expr(expr[2])})"
+
+
+def evaluate(expr, env: tuple):
+    """The value of an expression (("arg", i), (op, a, b), (op, a), or a plain number) for the call's floats."""
+    if type(expr) is not tuple:
+        return expr
+    head = expr[0]
+    if head == "arg":
+        return env[expr[1]]
+    if head in _UNARY:
+        return _UNARY[head](evaluate(expr[1], env))
+    return _BINARY[head](evaluate(expr[1], env), evaluate(expr[2], env))
+
+
+class Scalar:
+    """A number in a node's args or params that is this expression of the call's float arguments (scalars.py)."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr) -> None:
+        self.expr = expr
+
+    def value(self, env: tuple) -> float:
+        return float(evaluate(self.expr, env))
+
+    def __repr__(self) -> str:
+        return format_expr(self.expr)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Scalar) and other.expr == self.expr
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+
 class NotGeneric(Exception):
     pass
 
@@ -99,7 +152,7 @@ def bind(structure, env):
 
 
 def _bind(structure, env: tuple):
-    if isinstance(structure, Batch):
+    if isinstance(structure, (Batch, Scalar)):
         return structure.value(env)
     if isinstance(structure, tuple):
         items = [_bind(item, env) for item in structure]
@@ -114,7 +167,7 @@ def _bind(structure, env: tuple):
 
 
 def is_symbolic(structure) -> bool:
-    if isinstance(structure, Batch):
+    if isinstance(structure, (Batch, Scalar)):
         return True
     if isinstance(structure, (tuple, list)):
         return any(is_symbolic(item) for item in structure)
@@ -526,7 +579,6 @@ def symbolic_shape(value) -> tuple:
     return value.symbolic_shape if value.symbolic_shape is not None else tuple(value.shape)
 
 
-__all__ = ["Batch", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature", "batch_sizes",
-           "product",
-           "sample_env",
+__all__ = ["Batch", "Scalar", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature",
+           "batch_sizes", "product", "sample_env",
            "key_pattern", "match", "conforms", "batch_source", "symbolic_shape", "iter_values"]

@@ -225,6 +225,21 @@ def _host_random_state() -> tuple:
     return random.getstate(), numpy_state[1].tobytes(), numpy_state[2:]
 
 
+def _overlay_markers(node_args, marked):
+    """A node's args (with Values) with the Scalar markers of `marked` (the same args, tensors unresolved)."""
+    from .scalars import Scalar
+
+    if isinstance(marked, Scalar):
+        return marked
+    if isinstance(marked, (tuple, list)) and isinstance(node_args, (tuple, list)) and len(marked) == len(node_args):
+        items = [_overlay_markers(a, m) for a, m in zip(node_args, marked)]
+        return tuple(items) if isinstance(node_args, tuple) else items
+    if type(marked) is slice and type(node_args) is slice:
+        return slice(*_overlay_markers((node_args.start, node_args.stop, node_args.step),
+                                       (marked.start, marked.stop, marked.step)))
+    return node_args
+
+
 class Tracer:
     """Records op calls into graphs; see the module docstring."""
 
@@ -257,6 +272,7 @@ class Tracer:
         self.random_ops = 0
         self.generators: dict = {}  # id -> the Generator a recorded random op drew from
         self.drawing = False  # inside a recorded random op (set by _dispatch.call, read by Generator._rng)
+        self.scalars = None  # a scalars.Usage when float arguments are stand-ins (frontend._trace)
         self.untraced_draw = False  # a generator drew outside one: a factory such as randn ran untraced
         self.placeholders: list = []  # (path, Value)
         self.last_break_tensor = None
@@ -502,6 +518,8 @@ class Tracer:
                                    params=dict(params), grad_enabled=state.enabled, source=user_source()))
         self.inference_modes.add(state.inference)
         node.index_args = len(sources)
+        if self.scalars is not None and self.scalars.pending and self.scalars.pending[-1][0] is op:
+            self._mark_scalars(node, sources)
         tensors = results if isinstance(results, tuple) else (results,)
         values = self.graph.make_values(node, tensors)
         for tensor, value in zip(tensors, values):
@@ -510,6 +528,19 @@ class Tracer:
             if not op.view:
                 self.internal_storage[id(tensor._storage)] = value
         self.ops_since_break += 1
+
+    def _mark_scalars(self, node, sources) -> None:
+        """The node of an op call given float-argument stand-ins: its args and params with Scalar markers
+        (scalars.py), bound at each replay; its results' shapes are checked there."""
+        _, marked_args, marked_params = self.scalars.pending[-1]
+        if sources:  # (params lifted into index arrays: not marked, so this capture stays specialised)
+            self.scalars.note(("arg", 0), f"{node.op.name}() with index params")
+            return
+        if marked_args is not None:
+            node.symbolic_args = _overlay_markers(node.args, marked_args)
+        if marked_params is not None:
+            node.symbolic_params = marked_params
+        node.scalar_bound = True
 
     def _commutes_with_epilogue(self, args) -> bool:
         """Whether an op after the epilogue (backward(), step()...) reads only what those calls leave alone:

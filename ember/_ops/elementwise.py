@@ -487,8 +487,14 @@ def _div_backward(ctx, g):
     return grad_a, grad_b
 
 
+def _scales(alpha) -> bool:
+    """Whether add/sub pass alpha to the kernel.  A number of a type other than int/float (a compiled function's
+    float-argument stand-in, ember/_compile/scalars.py) always is: comparing it would specialise the capture."""
+    return type(alpha) not in (int, float, bool) or alpha != 1
+
+
 def _check_alpha(input, other, alpha) -> None:
-    if alpha != 1 and isinstance(alpha, float):
+    if isinstance(alpha, float) and _scales(alpha):
         tensor_dtype = dt.promote_types(_dtype_of(input), _dtype_of(other))
         if tensor_dtype.category < 2:
             raise RuntimeError(
@@ -533,7 +539,7 @@ def add(input, other, *deprecated, alpha=1, out=None) -> Tensor:
     """input + alpha * other, broadcasting and promoting as torch does."""
     if deprecated:
         other, alpha = _deprecated_alpha_first("add", other, deprecated, alpha)
-    if alpha != 1:
+    if _scales(alpha):
         _check_alpha(input, other, alpha)
         return finish_out(call(_ADD, (input, other), {"alpha": _alpha_for(input, other, alpha)}), out)
     return finish_out(call(_ADD, (input, other)), out)
@@ -555,7 +561,7 @@ def sub(input, other, *deprecated, alpha=1, out=None) -> Tensor:
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
             "mask, use the `~` or `logical_not()` operator instead."
         )
-    if alpha != 1:
+    if _scales(alpha):
         _check_alpha(input, other, alpha)
         return finish_out(call(_SUB, (input, other), {"alpha": _alpha_for(input, other, alpha)}), out)
     return finish_out(call(_SUB, (input, other)), out)
