@@ -72,7 +72,7 @@ class OpDef:
     __slots__ = ("name", "impl", "backward", "dtype_rule", "meta", "saves", "view", "upcast_half", "grad_name",
                  "outputs", "node_class", "differentiable_outputs", "out_impl", "scatters_into_buffer", "snapshot",
                  "quantized", "quantized_capture", "data_dependent", "opmath_scalars", "grad_reads",
-                 "opmath_backward")
+                 "opmath_backward", "half_impl")
 
     def __init__(self, name, impl, backward=None, *, dtype_rule=None, meta=None, saves=0, view=False,
                  upcast_half=True, grad_name=None, outputs=1, differentiable_outputs=None, out_impl=None) -> None:
@@ -101,6 +101,9 @@ class OpDef:
         # backward formula on float32 copies of the gradient and the saved tensors (ember/_autograd/node.py),
         # where the formula's ember ops would round after each step
         self.opmath_backward = False
+        # half_impl(xp, half_np_dtype, *arrays, **params): impl for a float16/bfloat16 call whose torch kernel
+        # rounds an intermediate to the half type (log_softmax's last-dim kernel); it gets the float32 arrays
+        self.half_impl = None
         # for each input, the input positions its gradient formula reads (mul: the other operand), so that a
         # saved input no needed gradient reads may change in place before backward, as in torch (which saves
         # only what it reads); None: every saved input is checked
@@ -474,7 +477,10 @@ def _call_backend(op, args, params, compute, out_dtype, device):
     if xp is not np:
         arrays = _device_operands(arrays, args, device)
     try:
-        out = op.impl(xp, *arrays, **params) if params else op.impl(xp, *arrays)
+        if op.half_impl is not None and compute in HALF_TYPES and op.upcast_half:
+            out = op.half_impl(xp, compute.np_dtype, *arrays, **params)
+        else:
+            out = op.impl(xp, *arrays, **params) if params else op.impl(xp, *arrays)
     except ValueError as error:
         raise _translate_value_error(op, args, params, error) from None
     if op.outputs == 1:

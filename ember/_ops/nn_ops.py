@@ -243,6 +243,18 @@ def _log_softmax_impl(xp, a, dim):
     return shifted
 
 
+def _log_softmax_half_impl(xp, half, a, dim):
+    """torch's last-dim kernel for float16/bfloat16 (serial_vec_log_softmax_lastdim_range) keeps the row's sum of
+    exponentials and then its log in half-type buffers: both are rounded to it before `x - max - log(sum)`,
+    computed in float32 and rounded once.  Its kernel for other dims keeps them in float32, as the impl does."""
+    if dim != a.ndim - 1 or a.ndim == 0 or not a.size:
+        return _log_softmax_impl(xp, a, dim)
+    shifted = a - a.max(axis=-1, keepdims=True)
+    total = xp.exp(shifted).sum(axis=-1, keepdims=True).astype(half).astype(a.dtype)
+    shifted -= xp.log(total).astype(half).astype(a.dtype)
+    return shifted
+
+
 def _softmax_grad(y, g, dim):
     return y * (g - (g * y).sum(dim, keepdim=True))
 
@@ -298,6 +310,7 @@ SOFTMAX = OpDef("softmax", _softmax_impl, _softmax_backward, dtype_rule=_softmax
 LOG_SOFTMAX = OpDef("log_softmax", _log_softmax_impl, _log_softmax_backward,
                     dtype_rule=_softmax_family_rule("log_softmax"),
                     saves=SAVE_RESULT, meta=lambda args, p: args[0].shape)
+LOG_SOFTMAX.half_impl = _log_softmax_half_impl
 
 # torch differentiates these by one backward kernel each (gelu_backward, _softmax_backward_data, ...), which
 # rounds a float16/bfloat16 gradient once: see OpDef.opmath_backward

@@ -272,10 +272,18 @@ def test_layer_norm_bfloat16_parameter_grads_match_torch():
     _assert_bitwise(lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (30,), w, b), (40, 30), (30,), (30,))
 
 
-@pytest.mark.xfail(strict=True, reason="torch's last-dim log_softmax kernel for bfloat16 rounds the row's "
-                                       "sum of exponentials and its log to bfloat16 before subtracting; ember "
-                                       "computes it all in float32 (other dims match)")
-def test_log_softmax_bfloat16_last_dim_matches_torch():
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_log_softmax_half_matches_torch_bitwise(dtype, dim):
+    """torch's last-dim kernel for half types rounds the row's sum of exponentials and its log to the half
+    type before subtracting (its other-dims kernel does not): ember's half_impl does the same."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((40, 30)) * 4).astype(np.float32)
+    outs = [lib.log_softmax(lib.tensor(x).to(getattr(lib, dtype)), dim).float().numpy() for lib in (torch, ember)]
+    np.testing.assert_array_equal(outs[1], outs[0])
+
+
+def test_log_softmax_bfloat16_last_dim_output_and_grad_match_torch():
     _assert_bitwise(lambda lib, x: lib.log_softmax(x, -1), (40, 30))
 
 
