@@ -323,3 +323,22 @@ def torch_qr(input: Tensor, some: bool = True, *, out=None):
     from .spectral import qr as linalg_qr
 
     return return_types.qr(*linalg_qr(input, "reduced" if some else "complete"))
+
+
+@export(method=False)
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
+    """torch.norm_except_dim: the p-norm over every dim but `dim` (kept, size 1 elsewhere); dim=-1: whole tensor."""
+    for position, (name, value) in enumerate((("pow", pow), ("dim", dim)), start=2):
+        if not isinstance(value, int) or isinstance(value, bool):  # (torch's schema: int pow, int dim)
+            raise TypeError(f"norm_except_dim(): argument '{name}' (position {position}) must be int, not "
+                            f"{type(value).__name__}")
+    if dim == -1:
+        return vector_norm(v, pow)
+    dim = dim % v.ndim
+    return vector_norm(v, pow, dim=tuple(d for d in range(v.ndim) if d != dim), keepdim=True)
+
+
+@export(method=False, name="_weight_norm")
+def weight_norm(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
+    """torch._weight_norm: v * (g / ||v||) with the norm taken over every dim but `dim` (weight_norm's weight)."""
+    return v * (g / norm_except_dim(v, 2, dim))

@@ -209,7 +209,7 @@ def dequantize(tensor: Tensor) -> Tensor:
     return Tensor._make(_dequantized_values(tensor), dt.float32)
 
 
-@export(function=False)
+@export
 def int_repr(self: Tensor) -> Tensor:
     """Tensor.int_repr: the integer representation, as uint8/int8/int32."""
     _qparams_of(self, "int_repr")
@@ -217,7 +217,7 @@ def int_repr(self: Tensor) -> Tensor:
     return Tensor._make(self._data.copy(order="K"), integer_type)  # in the tensor's layout, as torch
 
 
-@export(function=False)
+@export
 def q_scale(self: Tensor) -> float:
     """Tensor.q_scale: the scale of a per-tensor quantized tensor."""
     qparams = _qparams_of(self, "q_scale")
@@ -225,7 +225,7 @@ def q_scale(self: Tensor) -> float:
     return qparams.scale
 
 
-@export(function=False)
+@export
 def q_zero_point(self: Tensor) -> int:
     """Tensor.q_zero_point: the zero point of a per-tensor quantized tensor."""
     qparams = _qparams_of(self, "q_zero_point")
@@ -233,7 +233,7 @@ def q_zero_point(self: Tensor) -> int:
     return qparams.zero_point
 
 
-@export(function=False)
+@export
 def q_per_channel_scales(self: Tensor) -> Tensor:
     """Tensor.q_per_channel_scales: the float64 scales of a per-channel quantized tensor."""
     qparams = _qparams_of(self, "q_per_channel_scales")
@@ -241,7 +241,7 @@ def q_per_channel_scales(self: Tensor) -> Tensor:
     return Tensor._make(qparams.scale._data.copy(), dt.float64)
 
 
-@export(function=False)
+@export
 def q_per_channel_zero_points(self: Tensor) -> Tensor:
     """Tensor.q_per_channel_zero_points: the int64 zero points of a per-channel quantized tensor."""
     qparams = _qparams_of(self, "q_per_channel_zero_points")
@@ -249,7 +249,7 @@ def q_per_channel_zero_points(self: Tensor) -> Tensor:
     return Tensor._make(qparams.zero_point._data.copy(), dt.int64)
 
 
-@export(function=False)
+@export
 def q_per_channel_axis(self: Tensor) -> int:
     """Tensor.q_per_channel_axis: the quantized axis of a per-channel quantized tensor."""
     qparams = _qparams_of(self, "q_per_channel_axis")
@@ -295,9 +295,11 @@ def quantized_repr(tensor: Tensor) -> str:
 _SMALL_SCALE_THRESHOLD = np.float32(6.1e-5)
 
 
-def choose_qparams(low, high, qmin: int, qmax: int, preserve_sparsity: bool = False) -> tuple:
+def choose_qparams(low, high, qmin: int, qmax: int, preserve_sparsity: bool = False, double_scale: bool = False
+                   ) -> tuple:
     """fbgemm's ChooseQuantizationParams (quant_utils.h) on float32 min/max, in its C++ types:
-    (scale as float32, zero point as int)."""
+    (scale as float32, zero point as int).  ATen's copy (QuantUtils.h, quantize_per_tensor_dynamic's) is the
+    same arithmetic but keeps the scale a double: `double_scale`."""
     f32 = np.float32
     low, high = f32(low), f32(high)
     if not low <= high:
@@ -341,7 +343,7 @@ def choose_qparams(low, high, qmin: int, qmax: int, preserve_sparsity: bool = Fa
         zero_point = qmax
     else:
         zero_point = int(np.rint(initial))
-    return f32(scale), zero_point
+    return (scale if double_scale else f32(scale)), zero_point
 
 
 def choose_quantization_params(low: float, high: float, qmin: int, qmax: int,
@@ -352,6 +354,23 @@ def choose_quantization_params(low: float, high: float, qmin: int, qmax: int,
         qmin, qmax = qmin // 2, qmax // 2
     scale, zero_point = choose_qparams(low, high, qmin, qmax)
     return float(scale), zero_point
+
+
+@export(method=False)
+def quantize_per_tensor_dynamic(input: Tensor, dtype: dt.dtype, reduce_range: bool) -> Tensor:
+    """torch.quantize_per_tensor_dynamic: quantize_per_tensor with the scale and zero point ChooseQuantizationParams
+    gives for the input's min and max (float16: a plain cast), as torch's x86 engine (qnnpack ignores
+    reduce_range; ember has no qnnpack engine)."""
+    if dtype not in (dt.qint8, dt.quint8, dt.float16):
+        raise RuntimeError(f"dtype {SCALAR_NAMES.get(dtype.name, dtype.name)}not supported")  # (torch's spacing)
+    if dtype is dt.float16:
+        return input.contiguous().to(dt.float16)
+    low, high = float(np.float32(input.min().item())), float(np.float32(input.max().item()))
+    qmin, qmax = (-128, 127) if dtype is dt.qint8 else (0, 255)
+    if reduce_range:
+        qmin, qmax = int(qmin / 2), int(qmax / 2)  # (C++'s division truncates)
+    scale, zero_point = choose_qparams(low, high, qmin, qmax, double_scale=True)
+    return quantize_per_tensor(input, scale, zero_point, dtype)
 
 
 def _linear_dynamic_impl(xp, values, weight_integers, bias=None, *, weight_scale, weight_zero,

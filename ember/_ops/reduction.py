@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from ..return_types import aminmax as aminmax_type
 from ..return_types import max as max_type
 from ..return_types import min as min_type
-from ._api import as_requested, export, finish_out, write_out
+from ._api import as_requested, export, finish_out, not_implemented, write_out
 from ._shapes import normalize_dims
 from .indexing import spread
 
@@ -442,6 +442,42 @@ _COUNT_NONZERO = OpDef("count_nonzero", lambda xp, a, dim, keepdim: xp.count_non
 @export
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     return call(_COUNT_NONZERO, (input,), reduce_params(input, dim, False))
+
+
+# ---------------------------------------------------------------- hash_tensor
+
+
+def _hash_impl(xp, a, dim, keepdim):
+    """Each element widened to its 64-bit float or integer type, its bits read as uint64, xor-reduced."""
+    wide = a.astype(xp.int64 if a.dtype.kind in "biu" else xp.float64).view(xp.uint64)  # (bfloat16's kind is V)
+    return xp.bitwise_xor.reduce(wide, axis=dim, keepdims=keepdim) if dim else wide.copy()
+
+
+def _hash_rule(args, params):
+    dtype = args[0]._dtype
+    if dtype.category == 3:
+        raise not_implemented("xor_sum_cpu", dtype)
+    return None, dt.uint64
+
+
+_HASH_TENSOR = OpDef("hash_tensor", _hash_impl, None, dtype_rule=_hash_rule, meta=reduction_meta, upcast_half=False)
+
+
+@export
+def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False, mode: int = 0) -> Tensor:
+    """torch.hash_tensor: an xor of the elements' 64-bit patterns (mode 0, the only one), as uint64; over
+    `dim` (an int, a list, or None / [] for every dim)."""
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    params = reduce_params(input, None if dim == [] or dim == () else dim, keepdim)
+    if input._data.size == 0:
+        if dim is None:
+            raise RuntimeError("hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in params["dim"]:
+            if input._data.shape[d] == 0:
+                raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    return call(_HASH_TENSOR, (input,), params)
 
 
 # ---------------------------------------------------------------- prod

@@ -1,7 +1,7 @@
 """torch.nn.utils.parametrizations: orthogonal, spectral_norm and weight_norm as parametrizations.
 
 Ported from torch/nn/utils/parametrizations.py (BSD licence); it calls ember's matrix_exp, householder_product
-and geqrf ops as torch calls ATen's, and _weight_norm / norm_except_dim come from _linalg_helpers.
+and geqrf ops as torch calls ATen's, and _weight_norm / norm_except_dim are ember's (_ops/norms.py).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from enum import Enum, auto
 import ember
 
 from ..._autograd.grad_mode import no_grad
+from ..._ops import norms as _helpers
 from ..._tensor import Tensor
 from .. import functional as F
 from ..modules.module import Module
-from . import _linalg_helpers as _helpers
 from . import parametrize
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import warnings
 
+from ..._ops.norms import norm_except_dim
+from ..._ops.norms import weight_norm as _weight_norm
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
-from ._linalg_helpers import norm_except_dim
-from ._linalg_helpers import weight_norm as _weight_norm
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
