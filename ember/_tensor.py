@@ -22,7 +22,7 @@ from . import _dtype as dt
 from ._autograd import node as node_module
 from ._autograd.grad_mode import state
 from ._autograd.hooks import RemovableHandle
-from ._autograd.node import AccumulateGrad
+from ._autograd.node import SAME_DTYPE, AccumulateGrad
 from ._backends import MetaArray, array_module_of, to_device, to_host
 from ._backends.sparse_coo import SparseCOOArray
 from ._device import CPU, as_device
@@ -170,6 +170,7 @@ class Tensor:
     _counter = None  # NOTE [ Version counters ]: None while the tensor uses its storage's own counter
     _qparams = None  # quantization parameters of a quantized tensor (ember/_ops/quantized.py)
     _fw_tangent = None  # the tangent inside a dual level (NOTE [ Forward AD ] in ember/_autograd/forward_ad.py)
+    _grad_dtype = SAME_DTYPE  # a leaf's allowed .grad dtype: its own (the default), a dtype, or None (any)
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -483,10 +484,11 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
-            if value._dtype is not self._dtype:
+            allowed = self._dtype if self._grad_dtype is SAME_DTYPE else self._grad_dtype
+            if allowed is not None and value._dtype is not allowed:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{dt.CPP_TYPE_NAMES.get(value._dtype.name)}' to a "
-                    f"tensor with grad_dtype '{SCALAR_NAMES[self._dtype.name]}'. The gradient must match the "
+                    f"tensor with grad_dtype '{SCALAR_NAMES[allowed.name]}'. The gradient must match the "
                     "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
                     "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
                     "Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they "
@@ -503,6 +505,29 @@ class Tensor:
                     f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor of size "
                     f"'{list(self._data.shape)}'. Please ensure that the gradient and the tensor are the same size")
         self._grad = value
+
+    def module_load(self, other: Tensor, assign: bool = False) -> Tensor:
+        """How load_state_dict maps a state-dict value onto this parameter or buffer when swapping (torch's
+        default: `other.detach()` with assign=True, else `self.copy_(other).detach()`); subclasses override it."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()  # (load_state_dict calls it under no_grad)
+
+    @property
+    def grad_dtype(self):
+        """The dtype a leaf's .grad must have (its own by default; None: any): the engine casts incoming gradients
+        to it, and assigning .grad checks it."""
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self._dtype if self._grad_dtype is SAME_DTYPE else self._grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, dt.dtype):
+            raise TypeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        self._grad_dtype = value
 
     @grad.deleter
     def grad(self) -> None:

@@ -19,6 +19,8 @@ import traceback
 
 from .grad_mode import no_grad, state
 
+SAME_DTYPE = object()  # Tensor._grad_dtype's default: .grad has the tensor's own dtype (Tensor.grad_dtype)
+
 _sequence = itertools.count()
 
 # Set by ember._tensor at import: builds a Tensor from (array, dtype, device, storage).
@@ -130,6 +132,9 @@ class AccumulateGrad(Node):
         variable = self.variable
         if grad is None:
             return []
+        wanted = variable._grad_dtype  # (Tensor.grad_dtype: a dtype the gradient is cast to, or None for any)
+        if wanted is not None and wanted is not SAME_DTYPE and grad._dtype is not wanted:
+            grad = grad.to(wanted)
         current = variable._grad
         if state.enabled:  # create_graph: keep the graph of the gradient itself
             variable.grad = _copy_obeying_layout(grad, variable) if current is None else current + grad
