@@ -43,6 +43,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     special_functions,
     special_polynomials,
     statistics,
+    sync_batch_norm,
     tensor_extras,
     tensor_storage,
     ternary,

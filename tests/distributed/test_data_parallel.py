@@ -11,3 +11,8 @@ pytestmark = requires_mpi
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_ddp_and_zero_equal_single_process(ranks):
     expect_ok("data_parallel.py", ranks, timeout=150)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sync_batch_norm_equals_batch_norm_on_the_combined_batch(ranks):
+    expect_ok("sync_batch_norm.py", ranks, timeout=120)

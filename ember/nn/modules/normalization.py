@@ -132,9 +132,68 @@ class BatchNorm3d(_BatchNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose training statistics cover the batches of every rank of `process_group` (the whole world
+    by default) when ember.distributed is initialized with more than one rank; otherwise BatchNorm.  torch's
+    runs the synchronized path on GPUs only (a CPU input raises there); ember's collectives and the
+    batch_norm_* pieces run anywhere, so CPU training over MPI synchronizes too."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def _check_non_zero_input_channels(self, input: Tensor) -> None:
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    def forward(self, input: Tensor) -> Tensor:
+        from ... import distributed
+        from .._functions import SyncBatchNorm as sync_batch_norm
+
+        self._check_input_dim(input)
+        self._check_non_zero_input_channels(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        running_mean = self.running_mean if not self.training or self.track_running_stats else None
+        running_var = self.running_var if not self.training or self.track_running_stats else None
+        world_size = 1
+        if bn_training and self.training and distributed.is_available() and distributed.is_initialized():
+            world_size = distributed.get_world_size(self.process_group)
+        if world_size < 2:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, factor,
+                                self.eps)
+        return sync_batch_norm.apply(input, self.weight, self.bias, running_mean, running_var, self.eps, factor,
+                                     self.process_group, world_size)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """`module` with every BatchNorm*d layer replaced by a SyncBatchNorm sharing its parameters and buffers
+        (a BatchNorm itself gives a new SyncBatchNorm), as torch's."""
+        output = module
+        if isinstance(module, _BatchNorm):
+            output = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                   module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                output.weight = module.weight
+                output.bias = module.bias
+            output.running_mean = module.running_mean
+            output.running_var = module.running_var
+            output.num_batches_tracked = module.num_batches_tracked
+            output.training = module.training
+            if hasattr(module, "qconfig"):
+                output.qconfig = module.qconfig
+        for name, child in module.named_children():
+            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return output
 
 
 class _InstanceNorm(_NormBase):
