@@ -395,6 +395,26 @@ def check_out(result) -> None:
         )
 
 
+def run_jvp(cls, ctx, tangents: list, expected: int) -> tuple:
+    """A custom Function's `jvp(ctx, *tangents)` as a tuple of `expected` products; during it
+    ctx.saved_tensors gives the save_for_forward tensors (torch's rule)."""
+    saved, released = ctx._saved_values, ctx._released
+    forward_saved = getattr(ctx, "saved_for_forward", None)
+    if forward_saved is not None:
+        ctx._saved_values = [(t, 0 if t is None else t._version, False) for t in forward_saved]
+        ctx._released = False
+    try:
+        products = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._saved_values, ctx._released = saved, released
+    if not isinstance(products, tuple):
+        products = tuple(products) if isinstance(products, list) else (products,)
+    if len(products) != expected:
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {expected} "
+                           f"but got {len(products)})")
+    return products
+
+
 def function_jvp(cls, ctx, args: tuple, output) -> None:
     """A custom Function's outputs get tangents from its `jvp(ctx, *tangents)` staticmethod (torch's rule:
     None for a non-tensor argument, zeros for a tensor without a tangent)."""
@@ -406,21 +426,8 @@ def function_jvp(cls, ctx, args: tuple, output) -> None:
         return
     tangents = [ember.zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, tangents)]
     outputs = output if isinstance(output, tuple) else (output,)
-    saved, released = ctx._saved_values, ctx._released
-    forward_saved = getattr(ctx, "saved_for_forward", None)
-    if forward_saved is not None:  # ctx.saved_tensors gives the save_for_forward tensors during jvp
-        ctx._saved_values = [(t, 0 if t is None else t._version, False) for t in forward_saved]
-        ctx._released = False
-    try:
-        with _Suspended():
-            products = cls.jvp(ctx, *tangents)
-    finally:
-        ctx._saved_values, ctx._released = saved, released
-    if not isinstance(products, tuple):
-        products = tuple(products) if isinstance(products, list) else (products,)
-    if len(products) != len(outputs):
-        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(outputs)} "
-                           f"but got {len(products)})")
+    with _Suspended():
+        products = run_jvp(cls, ctx, tangents, len(outputs))
     for value, product in zip(outputs, products):
         if isinstance(value, Tensor) and product is not None and value._dtype.category >= 2:
             _attach(value, _conformed(product, value))

@@ -306,6 +306,7 @@ def _transposed_jvp(cls, ctx, *grads):
     and the transform's J t is then the jvp's own (a jvp that is not the backward's transpose shows it).  During
     jvp, ctx.saved_tensors gives the save_for_forward tensors, as in ember.autograd.forward_ad."""
     from .. import autograd, zeros
+    from .forward_ad import run_jvp
     from .grad_mode import enable_grad
 
     create_graph = state.enabled  # the transform's first reverse pass records its graph (create_graph=True)
@@ -321,20 +322,7 @@ def _transposed_jvp(cls, ctx, *grads):
                 tangent.requires_grad_()
                 leaves.append(tangent)
             tangents.append(tangent)
-        saved, released = ctx._saved_values, ctx._released
-        forward_saved = getattr(ctx, "saved_for_forward", None)
-        if forward_saved is not None:
-            ctx._saved_values = [(t, 0 if t is None else t._version, False) for t in forward_saved]
-            ctx._released = False
-        try:
-            products = cls.jvp(ctx, *tangents)
-        finally:
-            ctx._saved_values, ctx._released = saved, released
-    if not isinstance(products, tuple):
-        products = tuple(products) if isinstance(products, list) else (products,)
-    if len(products) != len(grads):
-        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients (expected {len(grads)} "
-                           f"but got {len(products)})")
+        products = run_jvp(cls, ctx, tangents, len(grads))
     pairs = [(p, g) for p, g in zip(products, grads)
              if p is not None and g is not None and getattr(p, "requires_grad", False)]
     found = iter(autograd.grad([p for p, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True,

@@ -22,7 +22,7 @@ generic graph is dropped and the call captured for its own value.
 
 from __future__ import annotations
 
-from .symbolic import _BINARY, _UNARY, NotGeneric, Scalar, format_expr
+from .symbolic import _BINARY, _UNARY, NotGeneric, Scalar, contains, format_expr
 
 
 class Usage:
@@ -122,15 +122,7 @@ def read(args: tuple, kwargs: dict, paths: tuple) -> tuple:
 
 
 def _has_arg(structure) -> bool:
-    if isinstance(structure, FloatArg):
-        return True
-    if isinstance(structure, (tuple, list)):
-        return any(_has_arg(item) for item in structure)
-    if isinstance(structure, dict):
-        return any(_has_arg(item) for item in structure.values())
-    if type(structure) is slice:
-        return _has_arg((structure.start, structure.stop, structure.step))
-    return False
+    return contains(structure, FloatArg)
 
 
 def _split(structure):
@@ -169,15 +161,7 @@ def plain(structure):
 
 
 def has_marker(structure) -> bool:
-    if isinstance(structure, Scalar):
-        return True
-    if isinstance(structure, (tuple, list)):
-        return any(has_marker(item) for item in structure)
-    if isinstance(structure, dict):
-        return any(has_marker(item) for item in structure.values())
-    if type(structure) is slice:
-        return has_marker((structure.start, structure.stop, structure.step))
-    return False
+    return contains(structure, Scalar)
 
 
 def _compare(old, new, marked, old_env: tuple, where: str) -> None:

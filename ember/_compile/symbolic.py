@@ -166,16 +166,21 @@ def _bind(structure, env: tuple):
     return structure
 
 
-def is_symbolic(structure) -> bool:
-    if isinstance(structure, (Batch, Scalar)):
+def contains(structure, kinds) -> bool:
+    """Whether an instance of `kinds` is inside a nested tuple/list/dict/slice structure."""
+    if isinstance(structure, kinds):
         return True
     if isinstance(structure, (tuple, list)):
-        return any(is_symbolic(item) for item in structure)
+        return any(contains(item, kinds) for item in structure)
     if isinstance(structure, dict):
-        return any(is_symbolic(item) for item in structure.values())
+        return any(contains(item, kinds) for item in structure.values())
     if type(structure) is slice:
-        return is_symbolic((structure.start, structure.stop, structure.step))
+        return contains((structure.start, structure.stop, structure.step), kinds)
     return False
+
+
+def is_symbolic(structure) -> bool:
+    return contains(structure, (Batch, Scalar))
 
 
 class Sizes:
@@ -579,6 +584,6 @@ def symbolic_shape(value) -> tuple:
     return value.symbolic_shape if value.symbolic_shape is not None else tuple(value.shape)
 
 
-__all__ = ["Batch", "Scalar", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature",
+__all__ = ["Batch", "Scalar", "contains", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature",
            "batch_sizes", "product", "sample_env",
            "key_pattern", "match", "conforms", "batch_source", "symbolic_shape", "iter_values"]
