@@ -549,6 +549,10 @@ class CompiledFunction:
             if getattr(entry.compiled.graph, "generic", False):
                 raise symbolic.NotGeneric("the graph is size-generic too")
             old_env = tuple(old_key[position][1] for position in positions)
+            new_env = tuple(key[position][1] for position in positions)
+            if tuple(map(scalars.value_class, old_env)) != tuple(map(scalars.value_class, new_env)):
+                raise symbolic.NotGeneric(f"{old_env} and {new_env} differ in sign, zero, one, integrality or "
+                                          "finiteness")
             scalars.generalize(old_entry.signature, entry.signature, old_env)
         except symbolic.NotGeneric as why:
             self.scalar_status = f"specialised on float arguments ({why}): a graph per value"
@@ -950,11 +954,13 @@ def _path_text(path) -> str:
 
 
 def _fits(pattern: tuple, positions: tuple, key: tuple) -> bool:
-    """Whether `key` is the scalar-generic graph's key with other values of its float arguments."""
+    """Whether `key` is the scalar-generic graph's key with other values of its float arguments, each of the
+    captured values' class (scalars.value_class)."""
     if len(pattern) != len(key):
         return False
     for position, (expected, actual) in enumerate(zip(pattern, key)):
-        if expected != actual and not (position in positions and type(actual) is tuple and actual[0] is float):
+        if expected != actual and not (position in positions and type(actual) is tuple and actual[0] is float
+                                       and scalars.value_class(actual[1]) == scalars.value_class(expected[1])):
             return False
     return True
 

@@ -14,13 +14,16 @@ ints): the replay binds them to the call's values and runs that node as an op ca
 The two captures are then compared node by node (`generalize`): the same ops, and every number that differs
 is a marker whose expression gives the first capture's number at the first capture's values -- a value that
 escaped the stand-in (math.exp(lr), np.float32(lr): C code reads a float subclass without asking it) differs
-without a marker and keeps the graph specialised.  (A branch on such a C function's answer, `if math.isnan(lr)`,
-is not seen: the one use this cannot catch.)  At replay each marked node's result must have the captured
+without a marker and keeps the graph specialised.  A branch on such a C function's answer (`if math.isinf(p)`)
+is not seen; library code asks that of inf, nan, 0, 1, a sign or an integer value, so a graph serves only
+values of its two captures' class (`value_class`).  At replay each marked node's result must have the captured
 shape (`check_shapes`: interpolate's scale_factor changes a shape without Python seeing the float); if not, the
 generic graph is dropped and the call captured for its own value.
 """
 
 from __future__ import annotations
+
+import math
 
 from .symbolic import _BINARY, _UNARY, NotGeneric, Scalar, contains, format_expr
 
@@ -104,6 +107,15 @@ for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__boo
               "as_integer_ratio", "hex", "__getnewargs__"):
     setattr(FloatArg, _name, _noted(_name))
 del _name
+
+
+def value_class(value: float) -> tuple:
+    """What library code most often branches on without asking the float (`math.isinf(p)` reads a float
+    subclass directly): a generic graph serves only values of its captured values' class, so p=inf after
+    captures at 2.0 and 3.0 is captured anew."""
+    if math.isnan(value) or math.isinf(value):
+        return (math.isnan(value), value > 0)
+    return (value > 0, value == 0, value.is_integer(), abs(value) == 1)
 
 
 def wrap(args: tuple, kwargs: dict, paths: tuple, usage: Usage) -> tuple[tuple, dict]:

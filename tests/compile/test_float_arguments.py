@@ -13,7 +13,7 @@ import ember
 import ember.nn.functional as F
 from ember import _dispatch, nn
 
-VALUES = (0.5, 0.75, 1.5, 0.25, 2.0, 0.9)
+VALUES = (0.5, 0.75, 1.5, 0.25, 2.5, 0.9)  # (one class: positive, finite, not integers)
 X = ember.randn(4, 5, generator=ember.Generator().manual_seed(0))
 Y = ember.randn(4, 5, generator=ember.Generator().manual_seed(1))
 
@@ -125,7 +125,7 @@ def test_training_step_with_a_float_argument_matches_eager():
         return loss
 
     compiled = ember.compile(step)
-    for weight in (0.5, 0.7, 0.01, 2.0, 0.3):
+    for weight in (0.5, 0.7, 0.01, 2.5, 0.3):
         got = compiled(torch_like, optimizers[0], X, weight)
         want = step(reference, optimizers[1], X, weight)
         _same(got, want)
@@ -166,3 +166,20 @@ def test_a_float_that_changes_a_shape_inside_an_op_drops_the_generic_graph():
     assert compiled.scalar_status.startswith("specialised on float arguments (a float argument changed a result's "
                                              "shape from [2] to [3])")
     assert not compiled.scalar_generic
+
+
+def test_a_value_of_another_class_is_captured_anew():
+    """math.isinf(p) reads the float without asking it, so the stand-in cannot see that branch: captures at 2.5
+    and 3.5 serve 1.5 (the same class) but not inf, 2.0 (an integer) or -1.5 (a sign), which are captured."""
+    def fn(x, p):
+        if math.isinf(p):
+            return x.abs().amax()
+        return (x.abs() ** p).sum() ** (1 / p)
+
+    compiled = ember.compile(fn)
+    for p in (2.5, 3.5, 1.5):
+        _same(compiled(X, p), fn(X, p))
+    assert compiled.captures == 2 and compiled.scalar_status == "one graph for every value of args[1]"
+    for p in (math.inf, 2.0, -1.5):
+        _same(compiled(X, p), fn(X, p))
+    assert compiled.captures == 5
