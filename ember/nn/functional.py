@@ -559,6 +559,7 @@ from ._functional_attention import *  # noqa: E402, F401, F403
 from ._functional_attention import get_sdpa_block_size, set_sdpa_block_size  # noqa: E402, F401
 from ._functional_conv import *  # noqa: E402, F401, F403
 from ._functional_fractional_pool import *  # noqa: E402, F401, F403
+from ._functional_linear_cross_entropy import *  # noqa: E402, F401, F403
 from ._functional_loss import *  # noqa: E402, F401, F403
 from ._functional_loss import _legacy_reduction, _reduce  # noqa: E402, F401
 from ._functional_multihead_attention import *  # noqa: E402, F401, F403

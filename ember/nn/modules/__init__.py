@@ -10,6 +10,7 @@ from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .lazy import LazyModuleMixin  # noqa: F401
 from .linear import *  # noqa: F403
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
 from .loss import *  # noqa: F403
 from .misc import *  # noqa: F403
 from .module import Module  # noqa: F401

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from ..._tensor import Tensor
 from .. import functional as F
+from .linear import Linear
+from .linear_cross_entropy_options import LinearCrossEntropyOptions
 from .misc import PairwiseDistance
 from .module import Module
 
@@ -13,7 +16,7 @@ __all__ = [
     "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
     "HuberLoss", "SmoothL1Loss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss",
     "MultiMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss",
+    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "LinearCrossEntropyLoss",
 ]
 
 
@@ -71,6 +74,44 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of `input` linearly transformed to logits (torch 2.13's): the Linear lives in `self.linear`
+    with a flat (num_classes * prod(out_features), in_features) weight, reshaped for F.linear_cross_entropy."""
+
+    __constants__ = ["num_classes", "out_features", "reduction", "ignore_index", "label_smoothing"]
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (), bias: bool = False,
+                 device=None, dtype=None, reduction: str = "mean", weight: Tensor | None = None,
+                 ignore_index: int | None = None, label_smoothing: float = 0.0,
+                 options: LinearCrossEntropyOptions | None = None) -> None:
+        if weight is not None and weight.shape != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        linear_weight = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        linear_bias = (self.linear.bias.reshape((self.num_classes, *self.out_features))
+                       if self.linear.bias is not None else None)
+        return F.linear_cross_entropy(input, linear_weight, target, linear_bias=linear_bias, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class BCELoss(_WeightedLoss):
