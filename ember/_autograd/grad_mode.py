@@ -21,6 +21,9 @@ class _State:
     anomaly_check_nan = True
     saved_hooks = ()  # stack of (pack_hook, unpack_hook) from autograd.graph.saved_tensors_hooks
     saved_hooks_disabled = None  # error message while disable_saved_tensors_hooks is active
+    multithreading = True  # set_multithreading_enabled (ember's engine always runs on the calling thread)
+    view_replay = False  # _force_original_view_tracking (ember's views always replay from their base)
+    grad_layout_enforced = True  # enforce_grad_layout_policy: AccumulateGrad's NOTE [ Gradient layout ]
 
 
 state = _State()
@@ -155,3 +158,60 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+class _FlagMode(_DecoratorContextManager):
+    """A flag of `state` set at once when called and restored on leaving a `with` block (torch's
+    set_multithreading_enabled / enforce_grad_layout_policy / _force_original_view_tracking pattern)."""
+
+    _flag = ""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.prev = getattr(state, self._flag)
+        self.mode = bool(mode)
+        setattr(state, self._flag, self.mode)
+
+    def __call__(self, func):
+        setattr(state, self._flag, self.prev)  # as a decorator it sets the flag only while the function runs
+        return super().__call__(func)
+
+    def __enter__(self) -> None:
+        setattr(state, self._flag, self.mode)
+
+    def __exit__(self, *exc) -> None:
+        setattr(state, self._flag, self.prev)
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class set_multithreading_enabled(_FlagMode):
+    """Whether backward may run on per-device worker threads; recorded for is_multithreading_enabled()
+    (ember's engine runs backward on the calling thread either way)."""
+
+    _flag = "multithreading"
+
+    def __call__(self, func):
+        return _DecoratorContextManager.__call__(self, func)  # (torch's leaves the flag set by the decoration)
+
+
+class enforce_grad_layout_policy(_FlagMode):
+    """With False, a stealable gradient whose strides differ from its leaf's becomes .grad as it is, where
+    the gradient layout contract would copy it to the leaf's layout."""
+
+    _flag = "grad_layout_enforced"
+
+
+class _force_original_view_tracking(_FlagMode):
+    """Whether autograd replays views from their base (torch's view replay); recorded for
+    is_view_replay_enabled()."""
+
+    _flag = "view_replay"
+
+
+def is_multithreading_enabled() -> bool:
+    return state.multithreading
+
+
+def is_view_replay_enabled() -> bool:
+    return state.view_replay

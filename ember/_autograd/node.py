@@ -145,7 +145,8 @@ class AccumulateGrad(Node):
             data = grad._data
             flags = getattr(data, "flags", None)
             shared = getattr(data, "base", None) is not None or (flags is not None and not flags.writeable)
-            if shared or grad._storage is variable._storage or not _obeys_layout(data, variable._data):
+            if shared or grad._storage is variable._storage or (state.grad_layout_enforced
+                                                                 and not _obeys_layout(data, variable._data)):
                 grad = _copy_obeying_layout(grad, variable)
             variable._grad = grad.detach()
         elif current._requires_grad:
