@@ -117,6 +117,16 @@ def _row_gradients(logits, safe, rows):
     return probabilities * rows.unsqueeze(1)
 
 
+def _accumulate(g, x, w, start, stop, grad_x, grad_w, grad_b) -> None:
+    """One chunk's logits gradient `g` into the input's rows and the summed weight and bias gradients."""
+    if grad_x is not None:
+        grad_x[start:stop] = g @ w
+    if grad_w is not None:
+        grad_w += g.t() @ x[start:stop]
+    if grad_b is not None:
+        grad_b += g.sum(0)
+
+
 def _cast(values, dtype):
     return None if values is None else values.to(dtype)
 
@@ -141,13 +151,7 @@ class _ChunkedReduced(Function):
             total += ((logits.logsumexp(-1) - picked) * rows).sum()
             weight_sum += rows.sum()
             if any(needs):
-                g = _row_gradients(logits, safe, rows)
-                if grad_x is not None:
-                    grad_x[start:stop] = g @ w
-                if grad_w is not None:
-                    grad_w += g.t() @ x[start:stop]
-                if grad_b is not None:
-                    grad_b += g.sum(0)
+                _accumulate(_row_gradients(logits, safe, rows), x, w, start, stop, grad_x, grad_w, grad_b)
         scale = 1 / weight_sum if reduction == "mean" else None
         loss = total / weight_sum if reduction == "mean" else total
         ctx.grads = [None if g is None else (g * scale if scale is not None else g)
@@ -199,11 +203,6 @@ class _ChunkedRows(Function):
         for start, stop in _chunks(x.shape[0], chunk):
             logits, safe, rows = _chunk_logits(x[start:stop], w, b, target[start:stop], cw, ignore_index)
             g = _row_gradients(logits, safe, rows * upstream[start:stop])
-            if grad_x is not None:
-                grad_x[start:stop] = g @ w
-            if grad_w is not None:
-                grad_w += g.t() @ x[start:stop]
-            if grad_b is not None:
-                grad_b += g.sum(0)
+            _accumulate(g, x, w, start, stop, grad_x, grad_w, grad_b)
         return (_cast(grad_x, input.dtype), _cast(grad_w, linear_weight.dtype), None,
                 None if grad_b is None else grad_b.to(linear_bias.dtype), None, None, None, None)
