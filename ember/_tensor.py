@@ -10,7 +10,6 @@ ember/_ops/_api.py; this file holds only the tensor's own state and protocols.
 from __future__ import annotations
 
 import numbers
-import os
 import sys
 import warnings
 
@@ -73,19 +72,12 @@ def _dense_in_order(array, order) -> bool:
     return True
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+def _user_called_requires_grad() -> bool:
+    """Whether the user's code called requires_grad_ itself (not one of ember's transforms making a leaf): the
+    frame walk of func/_batching.py, which sees through __torch_function__'s method wrappers."""
+    from .func._batching import _user_calls
 
-
-_DISPATCH_FILE = os.path.join(_PACKAGE_DIR, "_torch_function.py")
-
-
-def _called_by_user() -> bool:
-    """Whether the Tensor method that asks was called from code outside the ember package (a user's call, not
-    one of ember's own transforms making a leaf); the __torch_function__ wrapper around methods is skipped."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename == _DISPATCH_FILE:
-        frame = frame.f_back
-    return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+    return _user_calls(("requires_grad_",))
 
 
 def _channels_last_contiguous(array) -> bool:
@@ -423,7 +415,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         transforms = sys.modules.get("ember.func._levels")
-        if transforms is not None and transforms.active_transforms()[0] and _called_by_user():
+        if transforms is not None and transforms.active_transforms()[0] and _user_called_requires_grad():
             raise RuntimeError(
                 "You are attempting to call Tensor.requires_grad_() (or perhaps using ember.autograd.functional.* "
                 "APIs) inside of a function being transformed by a functorch transform. This is unsupported, please "

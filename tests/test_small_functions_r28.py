@@ -20,6 +20,16 @@ def _both(fn):
     return fn(ember), fn(torch)
 
 
+def same_error(call, kind=Exception) -> None:
+    """call(ember) and call(torch) raise the same exception type with the same message."""
+    errors = []
+    for lib in (ember, torch):
+        with pytest.raises(kind) as info:
+            call(lib)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
+
+
 def _numbers(result):
     return result.numpy() if hasattr(result, "numpy") else result
 
@@ -45,12 +55,7 @@ def test_hash_tensor_errors_match_torch(case):
         "empty_dim": lambda lib: lib.hash_tensor(lib.ones(0, 3), 0),
         "mode": lambda lib: lib.hash_tensor(lib.ones(2), mode=1),
     }
-    errors = []
-    for lib in (ember, torch):
-        with pytest.raises(Exception) as info:
-            calls[case](lib)
-        errors.append((type(info.value), str(info.value)))
-    assert errors[0] == errors[1]
+    same_error(calls[case])
     assert ember.hash_tensor(ember.ones(0, 3), 1).shape == (0,)  # (a non-empty reduced dim is fine)
 
 
@@ -72,12 +77,7 @@ def test_quantize_per_tensor_dynamic_matches_torch(dtype, reduce_range, scale):
 def test_quantize_per_tensor_dynamic_errors_match_torch():
     for call in (lambda lib: lib.quantize_per_tensor_dynamic(lib.ones(3), lib.float32, False),
                  lambda lib: lib.quantize_per_tensor_dynamic(lib.ones(3, dtype=lib.float64), lib.qint8, False)):
-        errors = []
-        for lib in (ember, torch):
-            with pytest.raises(RuntimeError) as info:
-                call(lib)
-            errors.append(str(info.value))
-        assert errors[0] == errors[1]
+        same_error(call, RuntimeError)
 
 
 def test_quantized_accessors_are_functions_too():
@@ -110,9 +110,4 @@ def test_norm_except_dim_and_weight_norm_match_torch(pow_, dim):
 
 
 def test_norm_except_dim_takes_int_pow_as_torch():
-    errors = []
-    for lib in (ember, torch):
-        with pytest.raises(TypeError) as info:
-            lib.norm_except_dim(lib.ones(2, 2), 1.5, 0)
-        errors.append(str(info.value))
-    assert errors[0] == errors[1]
+    same_error(lambda lib: lib.norm_except_dim(lib.ones(2, 2), 1.5, 0), TypeError)

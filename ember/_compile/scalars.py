@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from .symbolic import _BINARY, _UNARY, NotGeneric, Scalar, contains, format_expr
+from .symbolic import _BINARY, _UNARY, NotGeneric, Scalar, _same, check_aligned, contains, format_expr, node_where
 
 
 class Usage:
@@ -201,27 +201,20 @@ def _compare(old, new, marked, old_env: tuple, where: str) -> None:
         _compare((old.start, old.stop, old.step), (new.start, new.stop, new.step),
                  (marked.start, marked.stop, marked.step), old_env, where)
         return
-    try:
-        same = bool(old == new)
-    except Exception:  # noqa: BLE001 - objects without a plain equality
-        same = old is new
-    if not same:
+    if not (old is new or _same(old, new)):
         raise NotGeneric(f"{where}: {old!r} became {new!r} with no float argument behind it")
 
 
 def generalize(old: list, new: list, old_env: tuple) -> None:
     """NotGeneric unless the stand-in capture's signature `new` (symbolic.signature, markers on its nodes) is the
     first capture's `old` with the markers bound to the first capture's values."""
-    old_rows, old_output, old_mutations = old
-    new_rows, new_output, new_mutations = new
-    if len(old_rows) != len(new_rows):
-        raise NotGeneric(f"the captures have {len(old_rows)} and {len(new_rows)} nodes")
-    if old_mutations != new_mutations:
-        raise NotGeneric("the in-place writes differ")
+    check_aligned(old, new)
+    old_rows, old_output, _ = old
+    new_rows, new_output, _ = new
     _compare(old_output, new_output, new_output, old_env, "the output structure")
     for old_row, new_row in zip(old_rows, new_rows):
         node = new_row[0]
-        where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
+        where = node_where(node)
         if old_row[1:3] != new_row[1:3] or old_row[5:] != new_row[5:]:
             raise NotGeneric(f"{where}: a different op, result shape, external tensor or grad mode")
         marked_args = node.symbolic_args if node.symbolic_args is not None else new_row[3]

@@ -460,17 +460,28 @@ def _map_values(structure, position):
     return structure
 
 
+def node_where(node) -> str:
+    """A node as the NotGeneric reasons name it: `add_3 (add)`."""
+    return f"{node.name} ({node.op.name if node.op is not None else node.kind})"
+
+
+def check_aligned(old: list, new: list, why: str = "") -> None:
+    """NotGeneric unless two captures' signatures have as many nodes and the same in-place writes (the first
+    check of every comparison of captures: sizes here, float arguments in scalars.py)."""
+    if len(old[0]) != len(new[0]):
+        raise NotGeneric(f"the captures have {len(old[0])} and {len(new[0])} nodes{why}")
+    if old[2] != new[2]:
+        raise NotGeneric("the in-place writes differ")
+
+
 def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False, others: tuple = ()) -> None:
     """Annotate the new graph's values (symbolic_shape) and nodes (symbolic_params); NotGeneric if they differ
     in any other way than the batch size.  `symbolic_args`: the caller binds batch-dependent int operands
     itself (ember.export does); ember.compile's replay passes operands as captured, so for it they are
     NotGeneric."""
-    old_rows, old_output, old_mutations = old
-    new_rows, new_output, new_mutations = new
-    if len(old_rows) != len(new_rows):
-        raise NotGeneric(f"the captures have {len(old_rows)} and {len(new_rows)} nodes (size-dependent Python)")
-    if old_mutations != new_mutations:
-        raise NotGeneric("the in-place writes differ")
+    check_aligned(old, new, " (size-dependent Python)")
+    old_rows, old_output, _ = old
+    new_rows, new_output, _ = new
     # `others`: signatures of more captures at `sizes.extra`; one that does not line up is not used
     kept = [(env, other) for env, other in zip(sizes.extra, others) if len(other[0]) == len(new_rows)]
     sizes.extra = tuple(env for env, _ in kept)
@@ -480,7 +491,7 @@ def generalize(old: list, new: list, sizes: Sizes, symbolic_args: bool = False, 
         raise NotGeneric("a returned Python number depends on the size")
     for number, (old_row, new_row) in enumerate(zip(old_rows, new_rows)):
         node = new_row[0]
-        where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
+        where = node_where(node)
         if old_row[1:3] != new_row[1:3] or old_row[6:] != new_row[6:]:
             raise NotGeneric(f"{where}: a different op, external tensor or grad mode")
         rows = [rows_[number] for rows_ in other_rows]
@@ -532,7 +543,7 @@ def conforms(generic: list, new: list, env: tuple):
         same.merge(output, new_output, "the output structure")
         for row, new_row in zip(rows, new_rows):
             node = row[0]
-            where = f"{node.name} ({node.op.name if node.op is not None else node.kind})"
+            where = node_where(node)
             if row[1:3] != new_row[1:3] or row[6:] != new_row[6:]:
                 return f"{where}: a different op, external tensor or grad mode"
             params = row[4] if node.symbolic_params is None else node.symbolic_params
@@ -584,6 +595,7 @@ def symbolic_shape(value) -> tuple:
     return value.symbolic_shape if value.symbolic_shape is not None else tuple(value.shape)
 
 
-__all__ = ["Batch", "Scalar", "contains", "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature",
+__all__ = ["Batch", "Scalar", "contains", "check_aligned", "node_where",
+           "NotGeneric", "Specialized", "bind", "is_symbolic", "generalize", "signature",
            "batch_sizes", "product", "sample_env",
            "key_pattern", "match", "conforms", "batch_source", "symbolic_shape", "iter_values"]
